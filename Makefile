@@ -1,0 +1,35 @@
+# Two commands on a fresh machine: `make run` and `make test`.
+PY      ?= python3
+VENV    := .venv
+BIN     := $(VENV)/bin
+STAMP   := $(VENV)/.installed
+export PATH := $(CURDIR)/$(BIN):$(PATH)
+# Thresholds and other computed caches stay inside the repo (ignored by git).
+export FGPO_CACHE_DIR ?= $(CURDIR)/.cache/fgpo
+export HF_HUB_OFFLINE := 1
+export TRANSFORMERS_OFFLINE := 1
+
+.PHONY: install run test test-all readme bench clean
+
+$(STAMP): pyproject.toml
+	test -x $(BIN)/python || $(PY) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	touch $(STAMP)
+
+install: $(STAMP)
+
+## Reproduce the pipeline on the embedded default, then regenerate the README tables.
+run: install
+	$(BIN)/dvc repro
+	$(BIN)/fgpo readme
+
+## Tests (slow end-to-end checks included when FGPO_SLOW=1 or CI=true).
+test: install
+	$(BIN)/python -m pytest -q $(PYTEST_ARGS)
+
+bench: install
+	$(BIN)/python benchmarks/bench_tools.py
+
+clean:
+	rm -rf $(VENV) .pytest_cache

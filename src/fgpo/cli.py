@@ -1,0 +1,105 @@
+"""`fgpo` command line: one command per pipeline stage (DVC stages call these)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from fgpo.errors import InputError
+
+app = typer.Typer(add_completion=False, no_args_is_help=True,
+                  help="Exact policy optimisation (FGPO) vs GRPO for genomic tool selection.")
+PARAMS = typer.Option(Path("params.yaml"), "--params", help="params.yaml to read.")
+
+
+def _fail(exc: Exception) -> None:
+    typer.secho(f"error: {exc}", fg=typer.colors.RED, err=True)
+    raise typer.Exit(2)
+
+
+@app.command()
+def prepare(benchmark: str = typer.Argument(..., help="genomeqa | seqcalc | variant"),
+            params: Path = PARAMS,
+            out_dir: Path = typer.Option(Path("data/benchmarks"))) -> None:
+    """Generate a benchmark -> data/benchmarks/<benchmark>.parquet."""
+    from fgpo.benchmarks import prepare as stage
+    try:
+        path = stage.main(benchmark, params, out_dir)
+    except InputError as exc:
+        _fail(exc)
+    typer.echo(f"wrote {path}")
+
+
+@app.command()
+def tools(benchmark: str = typer.Argument(..., help="benchmark name (data/benchmarks/<name>.parquet)"),
+          params: Path = PARAMS,
+          bench_dir: Path = typer.Option(Path("data/benchmarks")),
+          out_dir: Path = typer.Option(Path("data/tool_outputs"))) -> None:
+    """Run all K tools once on every question -> data/tool_outputs/<benchmark>.parquet."""
+    from fgpo.tools import outputs
+    try:
+        path = outputs.main(benchmark, params, bench_dir, out_dir)
+    except InputError as exc:
+        _fail(exc)
+    typer.echo(f"wrote {path}")
+
+
+@app.command("list-tools")
+def list_tools() -> None:
+    """Registered tools with their one-line descriptions."""
+    from fgpo.tools import TOOL_REGISTRY
+    for name, cls in TOOL_REGISTRY.items():
+        typer.echo(f"{name:20s} v{cls.version}  {cls.description}")
+
+
+@app.command("import")
+def import_collection(
+        name: str = typer.Option(..., help="benchmark name for the imported questions"),
+        family: str = typer.Option(..., help="question family, e.g. promoter"),
+        out: Path = typer.Option(..., help="output parquet, e.g. data/benchmarks/ecoli.parquet"),
+        positives: Optional[Path] = typer.Option(None, help="FASTA of positives (label 1)"),
+        negatives: Optional[Path] = typer.Option(None, help="FASTA of negatives (label 0)"),
+        csv: Optional[Path] = typer.Option(None, help="CSV with sequence and 0/1 label columns"),
+        seq_col: str = "seq", label_col: str = "label",
+        organism: str = typer.Option("genomic", help="word used in the question text"),
+        question: Optional[str] = typer.Option(None, help="template with {n} and {organism}"),
+        max_per_class: Optional[int] = None, seed: int = 0) -> None:
+    """Import a real labelled collection (FASTA pair or CSV) as yes/no questions."""
+    from fgpo.benchmarks import importer
+    from fgpo.seqio import atomic_write_parquet
+    kw = dict(name=name, family=family, organism=organism, seed=seed, question=question,
+              max_per_class=max_per_class)
+    try:
+        if csv is not None and positives is None and negatives is None:
+            df = importer.import_csv(csv, seq_col, label_col, **kw)
+        elif csv is None and positives is not None and negatives is not None:
+            df = importer.import_fasta_pair(positives, negatives, **kw)
+        else:
+            raise InputError("give either --csv, or both --positives and --negatives")
+    except InputError as exc:
+        _fail(exc)
+    atomic_write_parquet(df, out, metadata={"benchmark": name, "imported": True})
+    typer.echo(f"wrote {out}: {len(df)} questions ({(df.answer == 'A').sum()} positive)")
+
+
+@app.command()
+def readme(params: Path = PARAMS, path: Path = typer.Option(Path("README.md")),
+           bench_dir: Path = typer.Option(Path("data/benchmarks"))) -> None:
+    """Regenerate the README's generated tables from the pipeline's outputs."""
+    from fgpo.report.readme import update_readme
+    try:
+        update_readme(path, params, bench_dir)
+    except InputError as exc:
+        _fail(exc)
+    typer.echo(f"updated {path}")
+
+
+def main() -> None:  # pragma: no cover - console entry
+    app()
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(app())

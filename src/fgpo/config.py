@@ -1,0 +1,71 @@
+"""Load one `params.yaml` section into that stage's dataclass; unknown keys fail loudly."""
+
+from __future__ import annotations
+
+import dataclasses
+import typing
+from pathlib import Path
+from typing import Any, TypeVar
+
+import yaml
+
+from fgpo.errors import InputError
+
+T = TypeVar("T")
+DEFAULT_PARAMS = Path("params.yaml")
+
+
+def read_params(path: str | Path = DEFAULT_PARAMS) -> dict[str, Any]:
+    path = Path(path)
+    if not path.exists():
+        raise InputError("params file not found", file=str(path))
+    with path.open() as fh:
+        data = yaml.safe_load(fh) or {}
+    if not isinstance(data, dict):
+        raise InputError("top level must be a mapping of stage sections", file=str(path))
+    return data
+
+
+def from_dict(cls: type[T], data: dict[str, Any], *, where: str = "params") -> T:
+    """Build dataclass `cls` from `data`, recursing into nested dataclass fields.
+
+    Unknown keys raise InputError naming the section and the allowed keys, so a typo in
+    params.yaml never silently falls back to a default.
+    """
+    if not isinstance(data, dict):
+        raise InputError(f"expected a mapping, got {type(data).__name__}", field=where)
+    fields = {f.name: f for f in dataclasses.fields(cls)}  # type: ignore[arg-type]
+    unknown = sorted(set(data) - set(fields))
+    if unknown:
+        raise InputError(f"unknown key(s) {unknown}; allowed: {sorted(fields)}", field=where)
+    hints = typing.get_type_hints(cls)
+    kwargs = {}
+    for name, value in data.items():
+        hint = hints.get(name)
+        if dataclasses.is_dataclass(hint) and isinstance(value, dict):
+            value = from_dict(hint, value, where=f"{where}.{name}")
+        elif typing.get_origin(hint) is dict:
+            args = typing.get_args(hint)
+            if len(args) == 2 and dataclasses.is_dataclass(args[1]) and isinstance(value, dict):
+                value = {k: from_dict(args[1], v or {}, where=f"{where}.{name}.{k}")
+                         for k, v in value.items()}
+        kwargs[name] = value
+    try:
+        return cls(**kwargs)
+    except (TypeError, ValueError) as exc:
+        if isinstance(exc, InputError):
+            raise
+        raise InputError(str(exc), field=where) from exc
+
+
+def load_section(cls: type[T], section: str, path: str | Path = DEFAULT_PARAMS) -> T:
+    """Load `params.yaml[section]` into `cls` (a stage's config dataclass)."""
+    params = read_params(path)
+    if section not in params:
+        raise InputError(f"missing section '{section}'", file=str(path))
+    try:
+        return from_dict(cls, params[section] or {}, where=section)
+    except InputError as exc:
+        if exc.file is None:
+            raise InputError(str(exc), file=str(path)) from exc
+        raise

@@ -1,0 +1,19 @@
+"""Errors that name the file, record and field at fault, so bad input is easy to find."""
+
+from __future__ import annotations
+
+
+class InputError(ValueError):
+    """Bad user input. The message names where it is: file, record and field."""
+
+    def __init__(self, message: str, *, file: str | None = None, record: str | int | None = None,
+                 field: str | None = None) -> None:
+        where = []
+        if file is not None:
+            where.append(f"file {file}")
+        if record is not None:
+            where.append(f"record {record}")
+        if field is not None:
+            where.append(f"field '{field}'")
+        self.file, self.record, self.field = file, record, field
+        super().__init__(f"{', '.join(where)}: {message}" if where else message)

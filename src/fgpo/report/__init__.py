@@ -1,0 +1,1 @@
+"""Reports: generated README tables (and, later, the FGPO vs GRPO comparison)."""

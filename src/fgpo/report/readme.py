@@ -1,0 +1,51 @@
+"""Generated README sections: each lives between `<!-- fgpo:NAME -->` markers."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pandas as pd
+
+from fgpo.benchmarks import BENCHMARKS, evidence
+from fgpo.benchmarks.config import PrepareConfig
+from fgpo.config import load_section
+from fgpo.errors import InputError
+from fgpo.seqio import atomic_write_text
+from fgpo.tools import ToolsConfig
+
+
+def evidence_map() -> dict[str, dict[str, list[str]]]:
+    return {name: evidence(name) for name in BENCHMARKS}
+
+
+def benchmark_table(bench_dir: Path, tools_cfg: ToolsConfig, prepare: PrepareConfig) -> str:
+    """Markdown: per benchmark and family, question counts per split and the evidence tools."""
+    lines = ["| benchmark | family | questions | train / val / test | options | evidence tools "
+             "(in the default K=6 set) |", "|---|---|---:|---|---:|---|"]
+    for name, evidence in evidence_map().items():
+        path = bench_dir / f"{name}.parquet"
+        if not path.exists():
+            raise InputError("benchmark missing: run `dvc repro` first", file=str(path))
+        df = pd.read_parquet(path, columns=["family", "split", "options"])
+        for fam, g in df.groupby("family", sort=False):
+            splits = " / ".join(str(int((g.split == s).sum())) for s in ("train", "val", "test"))
+            tools = [t if t in tools_cfg.names else f"{t} (extended)" for t in evidence[fam]]
+            lines.append(f"| {name} | {fam} | {len(g)} | {splits} | {len(g.options.iloc[0])} | "
+                         f"{', '.join(tools) or '(none: answer from the sequence itself)'} |")
+    return "\n".join(lines)
+
+
+def replace_block(text: str, name: str, body: str) -> str:
+    pattern = re.compile(rf"(<!-- fgpo:{name} -->\n)(.*?)(<!-- /fgpo:{name} -->)", re.S)
+    if not pattern.search(text):
+        raise InputError(f"marker <!-- fgpo:{name} --> not found", file="README.md")
+    return pattern.sub(lambda m: m.group(1) + body.rstrip() + "\n" + m.group(3), text)
+
+
+def update_readme(path: Path, params: Path, bench_dir: Path) -> None:
+    tools_cfg = load_section(ToolsConfig, "tools", params)
+    prepare = load_section(PrepareConfig, "prepare", params)
+    text = path.read_text()
+    text = replace_block(text, "benchmarks", benchmark_table(bench_dir, tools_cfg, prepare))
+    atomic_write_text(text, path)

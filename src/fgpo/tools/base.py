@@ -1,0 +1,145 @@
+"""The tool interface: a deterministic genomic analysis that returns prompt text plus data."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from abc import ABC, abstractmethod
+from dataclasses import asdict, dataclass, field
+from typing import Any, ClassVar
+
+from fgpo.errors import InputError
+
+
+@dataclass
+class ToolsConfig:
+    """`tools:` section of params.yaml: which tools, in which order, with which settings."""
+
+    names: list[str] = field(default_factory=lambda: [
+        "composition", "motif_scan", "orf_finder", "splice_sites", "restriction_sites",
+        "organism_signature"])
+    """Tool names in bit order (bit i of a subset mask = names[i]). K = len(names), 1..10.
+    Registered names: see `fgpo tools --list`."""
+    max_text_chars: int = 480
+    """Upper bound on each tool's prompt text (characters), so a prompt's size stays bounded."""
+    jaspar_release: str = "JASPAR2024"
+    """JASPAR release shipped by pyjaspar (JASPAR2014..JASPAR2026); pinned for reproducibility."""
+    motif_ids: list[str] = field(default_factory=lambda: [
+        "MA0139.2", "MA0138.3", "MA0106.3", "MA0105.4", "MA0506.3", "MA1494.2", "MA0079.5",
+        "MA0466.4", "MA0108.3", "MA0148.5"])
+    """JASPAR matrix IDs scanned by `motif_scan` (default: CTCF, REST, TP53, NFKB1, NRF1, HNF4A,
+    SP1, CEBPB, TBP, FOXA1)."""
+    motif_fpr: float = 1.0e-4
+    """Per-position false-positive rate under a uniform background that sets each PSSM's score
+    threshold (Biopython `ScoreDistribution.threshold_fpr`)."""
+    motif_pseudocount: float = 0.5
+    """Pseudocount added to JASPAR counts before computing log-odds."""
+    max_hits: int = 3
+    """Hits per motif reported (best first)."""
+    enzymes: list[str] = field(default_factory=lambda: [
+        "EcoRI", "BamHI", "HindIII", "NotI", "XhoI", "PstI", "SmaI", "KpnI", "NcoI", "SalI"])
+    """Bio.Restriction enzyme names scanned by `restriction_sites`."""
+    orf_min_aa: int = 20
+    """Shortest ORF (codons, start to stop exclusive) reported by `orf_finder`."""
+    splice_fpr: float = 1.0e-3
+    """FPR threshold for donor/acceptor PSSM hits in `splice_sites`."""
+    workers: int = 2
+    """Processes for the `tools` stage (1 = in-process)."""
+    chunk_size: int = 64
+    """Questions per task sent to a worker process."""
+
+    def __post_init__(self) -> None:
+        if not 1 <= len(self.names) <= 10:
+            raise InputError(f"K must be between 1 and 10, got {len(self.names)}",
+                             file="params.yaml", field="tools.names")
+        if len(set(self.names)) != len(self.names):
+            raise InputError(f"duplicate tool names in {self.names}", file="params.yaml",
+                             field="tools.names")
+        if not 0 < self.motif_fpr < 1 or not 0 < self.splice_fpr < 1:
+            raise InputError("FPR thresholds must be in (0, 1)", file="params.yaml",
+                             field="tools.motif_fpr")
+        if self.workers < 1 or self.chunk_size < 1:
+            raise InputError("workers and chunk_size must be >= 1", file="params.yaml",
+                             field="tools.workers")
+
+
+@dataclass(frozen=True)
+class ToolOutput:
+    """One tool on one question: `text` for a reasoner prompt, `data` for code and tests."""
+
+    text: str
+    data: dict[str, Any]
+
+
+class Tool(ABC):
+    """A deterministic analysis of a question's sequence(s).
+
+    Subclasses set `name`, `version` (bump when outputs change) and a one-line `description`,
+    and implement `analyse` (one sequence -> JSON-able dict) and `describe` (dict -> short text).
+    Tools comparing several sequences override `run`.
+    """
+
+    name: ClassVar[str]
+    version: ClassVar[str] = "1"
+    description: ClassVar[str]
+
+    def __init__(self, cfg: ToolsConfig) -> None:
+        self.cfg = cfg
+
+    @abstractmethod
+    def analyse(self, seq: str) -> dict[str, Any]: ...
+
+    @abstractmethod
+    def describe(self, data: dict[str, Any]) -> str: ...
+
+    def run(self, seqs: dict[str, str]) -> ToolOutput:
+        """Analyse each named sequence (e.g. {'seq': ...} or {'ref': ..., 'alt': ...})."""
+        per = {label: self.analyse(s) for label, s in seqs.items()}
+        if len(per) == 1:
+            (data,) = per.values()
+            text = self.describe(data)
+        else:
+            text = " | ".join(f"{label}: {self.describe(d)}" for label, d in per.items())
+        return ToolOutput(text=self.bound(f"[{self.name}] {text}"), data=per)
+
+    def bound(self, text: str) -> str:
+        limit = self.cfg.max_text_chars
+        return text if len(text) <= limit else text[: limit - 1] + "…"
+
+    def settings(self) -> dict[str, Any]:
+        """The config fields that change this tool's output (part of the fingerprint)."""
+        return {}
+
+
+TOOL_REGISTRY: dict[str, type[Tool]] = {}
+
+
+def register(cls: type[Tool]) -> type[Tool]:
+    if cls.name in TOOL_REGISTRY:
+        raise RuntimeError(f"tool name {cls.name!r} registered twice")
+    TOOL_REGISTRY[cls.name] = cls
+    return cls
+
+
+def build_tools(cfg: ToolsConfig) -> list[Tool]:
+    """Instantiate the configured tools in bit order; unknown names fail naming the field."""
+    unknown = [n for n in cfg.names if n not in TOOL_REGISTRY]
+    if unknown:
+        raise InputError(f"unknown tool name(s) {unknown}; registered: {sorted(TOOL_REGISTRY)}",
+                         file="params.yaml", field="tools.names")
+    return [TOOL_REGISTRY[n](cfg) for n in cfg.names]
+
+
+def tool_fingerprint(cfg: ToolsConfig) -> str:
+    """Hash of tool names, versions, K and output-relevant settings.
+
+    Reward tables and tool outputs record it; a table built for another tool set is refused.
+    """
+    tools = build_tools(cfg)
+    spec = {"K": len(tools), "tools": [[t.name, t.version, t.settings()] for t in tools],
+            "max_text_chars": cfg.max_text_chars}
+    return hashlib.sha256(json.dumps(spec, sort_keys=True).encode()).hexdigest()[:16]
+
+
+def config_dict(cfg: ToolsConfig) -> dict[str, Any]:
+    return asdict(cfg)

@@ -1,0 +1,96 @@
+"""DVC stage `tools`: run all K tools once on every question -> data/tool_outputs/<name>.parquet.
+
+A subset's evidence is later a selection of these cached outputs: tools never rerun per subset.
+"""
+
+from __future__ import annotations
+
+import json
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+from tqdm import tqdm
+
+from fgpo.benchmarks.base import Question, from_frame
+from fgpo.config import DEFAULT_PARAMS, load_section
+from fgpo.errors import InputError
+from fgpo.seqio import atomic_write_parquet, iter_chunks, read_parquet_metadata
+from fgpo.tools import ToolOutput, ToolsConfig, build_tools, tool_fingerprint
+from fgpo.tools.base import config_dict
+
+_WORKER_TOOLS: list | None = None
+
+
+def _init_worker(cfg: ToolsConfig) -> None:
+    global _WORKER_TOOLS
+    _WORKER_TOOLS = build_tools(cfg)
+
+
+def _run_chunk(chunk: list[tuple[str, dict[str, str]]]) -> list[dict[str, Any]]:
+    rows = []
+    for qid, seqs in chunk:
+        for tool in _WORKER_TOOLS:
+            out = tool.run(seqs)
+            rows.append({"question_id": qid, "tool": tool.name, "text": out.text,
+                         "data": json.dumps(out.data, sort_keys=True)})
+    return rows
+
+
+def run_tools(questions: list[Question], cfg: ToolsConfig, progress: bool = True) -> pd.DataFrame:
+    """Long table (question_id, tool, text, data-as-JSON), one row per question x tool."""
+    tools = build_tools(cfg)
+    for t in tools:  # warm the threshold cache once in the parent, not in every worker
+        t.run({"seq": "ACGT" * 10})
+    work = [(q.id, q.sequences) for q in questions]
+    chunks = list(iter_chunks(work, cfg.chunk_size))
+    rows: list[dict[str, Any]] = []
+    bar = tqdm(total=len(work), desc="tools", unit="q", disable=not progress)
+    if cfg.workers == 1 or len(chunks) == 1:
+        _init_worker(cfg)
+        for chunk in chunks:
+            rows.extend(_run_chunk(chunk))
+            bar.update(len(chunk))
+    else:
+        with ProcessPoolExecutor(cfg.workers, initializer=_init_worker, initargs=(cfg,)) as ex:
+            for chunk, res in zip(chunks, ex.map(_run_chunk, chunks)):
+                rows.extend(res)
+                bar.update(len(chunk))
+    bar.close()
+    return pd.DataFrame(rows, columns=["question_id", "tool", "text", "data"])
+
+
+def load_tool_outputs(path: str | Path, cfg: ToolsConfig) -> dict[str, dict[str, ToolOutput]]:
+    """{question_id: {tool name: ToolOutput}}; refuses outputs built for another tool set."""
+    path = Path(path)
+    if not path.exists():
+        raise InputError("tool outputs not found (run `dvc repro tools`)", file=str(path))
+    meta = read_parquet_metadata(path)
+    want = tool_fingerprint(cfg)
+    if meta.get("fingerprint") != want:
+        raise InputError(f"built for another tool set (fingerprint {meta.get('fingerprint')} "
+                         f"tools {meta.get('tools')}; current {want} tools {cfg.names}); rerun "
+                         "the tools stage", file=str(path), field="fingerprint")
+    df = pd.read_parquet(path)
+    out: dict[str, dict[str, ToolOutput]] = {}
+    for r in df.itertuples(index=False):
+        out.setdefault(r.question_id, {})[r.tool] = ToolOutput(r.text, json.loads(r.data))
+    incomplete = [q for q, d in out.items() if set(d) != set(cfg.names)]
+    if incomplete:
+        raise InputError(f"{len(incomplete)} question(s) lack some tool outputs",
+                         file=str(path), record=incomplete[0], field="tool")
+    return out
+
+
+def main(name: str, params: Path = DEFAULT_PARAMS, bench_dir: Path = Path("data/benchmarks"),
+         out_dir: Path = Path("data/tool_outputs")) -> Path:
+    cfg = load_section(ToolsConfig, "tools", params)
+    src = bench_dir / f"{name}.parquet"
+    if not src.exists():
+        raise InputError("benchmark not found (run `dvc repro prepare`)", file=str(src))
+    questions = from_frame(pd.read_parquet(src), source=str(src))
+    df = run_tools(questions, cfg)
+    meta = {"benchmark": name, "fingerprint": tool_fingerprint(cfg), "tools": cfg.names,
+            "K": len(cfg.names), "config": config_dict(cfg)}
+    return atomic_write_parquet(df, out_dir / f"{name}.parquet", metadata=meta)
