@@ -29,7 +29,7 @@ test: install
 	$(BIN)/python -m pytest -q $(PYTEST_ARGS)
 
 bench: install
-	$(BIN)/python benchmarks/bench_tools.py
+	$(BIN)/python bench/bench_tools.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache

@@ -81,7 +81,8 @@ def read_labelled_csv(path: str | Path, seq_col: str = "seq", label_col: str = "
             if col not in cols:
                 raise InputError(f"missing column '{col}' (columns: {cols})", file=str(path),
                                  record="header", field=col)
-        for i, row in enumerate(reader, start=2):  # line 1 is the header
+        for row in reader:
+            i = reader.line_num  # the file line this record ended on (blank lines skipped)
             if None in row or any(v is None for v in row.values()):
                 raise InputError("wrong number of fields", file=str(path), record=f"line {i}")
             seq = normalise_sequence(row[seq_col], file=str(path), record=f"line {i}", field=seq_col)
@@ -89,7 +90,7 @@ def read_labelled_csv(path: str | Path, seq_col: str = "seq", label_col: str = "
             if label not in {"0", "1"}:
                 raise InputError(f"label must be 0 or 1, got {label!r}", file=str(path),
                                  record=f"line {i}", field=label_col)
-            out.append((f"row{i - 1}", seq, int(label)))
+            out.append((f"row{len(out) + 1}", seq, int(label)))
     if not out:
         raise InputError("no data rows", file=str(path))
     return out

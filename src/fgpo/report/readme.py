@@ -8,18 +8,17 @@ from pathlib import Path
 import pandas as pd
 
 from fgpo.benchmarks import BENCHMARKS, evidence
-from fgpo.benchmarks.config import PrepareConfig
 from fgpo.config import load_section
 from fgpo.errors import InputError
 from fgpo.seqio import atomic_write_text
-from fgpo.tools import ToolsConfig
+from fgpo.tools import TOOL_REGISTRY, ToolsConfig
 
 
 def evidence_map() -> dict[str, dict[str, list[str]]]:
     return {name: evidence(name) for name in BENCHMARKS}
 
 
-def benchmark_table(bench_dir: Path, tools_cfg: ToolsConfig, prepare: PrepareConfig) -> str:
+def benchmark_table(bench_dir: Path, tools_cfg: ToolsConfig) -> str:
     """Markdown: per benchmark and family, question counts per split and the evidence tools."""
     lines = ["| benchmark | family | questions | train / val / test | options | evidence tools "
              "(in the default K=6 set) |", "|---|---|---:|---|---:|---|"]
@@ -36,6 +35,17 @@ def benchmark_table(bench_dir: Path, tools_cfg: ToolsConfig, prepare: PrepareCon
     return "\n".join(lines)
 
 
+def tools_table(tools_cfg: ToolsConfig) -> str:
+    """Markdown: every registered tool, its description, and its bit in the configured set."""
+    lines = ["| tool | version | bit in default set | what it reports |", "|---|---|---|---|"]
+    names = tools_cfg.names + [n for n in TOOL_REGISTRY if n not in tools_cfg.names]
+    for name in names:
+        cls = TOOL_REGISTRY[name]
+        bit = str(tools_cfg.names.index(name)) if name in tools_cfg.names else "- (extended)"
+        lines.append(f"| `{name}` | {cls.version} | {bit} | {cls.description} |")
+    return "\n".join(lines)
+
+
 def replace_block(text: str, name: str, body: str) -> str:
     pattern = re.compile(rf"(<!-- fgpo:{name} -->\n)(.*?)(<!-- /fgpo:{name} -->)", re.S)
     if not pattern.search(text):
@@ -45,7 +55,7 @@ def replace_block(text: str, name: str, body: str) -> str:
 
 def update_readme(path: Path, params: Path, bench_dir: Path) -> None:
     tools_cfg = load_section(ToolsConfig, "tools", params)
-    prepare = load_section(PrepareConfig, "prepare", params)
     text = path.read_text()
-    text = replace_block(text, "benchmarks", benchmark_table(bench_dir, tools_cfg, prepare))
+    text = replace_block(text, "tools", tools_table(tools_cfg))
+    text = replace_block(text, "benchmarks", benchmark_table(bench_dir, tools_cfg))
     atomic_write_text(text, path)

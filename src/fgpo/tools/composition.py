@@ -36,7 +36,7 @@ class Composition(Tool):
     def analyse(self, seq: str) -> dict[str, Any]:
         return {
             "length": len(seq),
-            "gc_fraction": float(gc_fraction(seq, ambiguous="ignore")),
+            "gc_fraction": float(gc_fraction(seq, ambiguous="remove")),  # over A/C/G/T only
             "gc_skew": gc_skew(seq),
             "cpg_oe": cpg_observed_expected(seq),
             "cpg_count": seq.count("CG"),

@@ -65,6 +65,27 @@ def pssm_threshold(release: str, matrix_id: str, fpr: float, pseudocount: float)
     return cache[key]
 
 
+def pssm_search(pssm, seq: str, threshold: float, both: bool) -> list[tuple[int, float]]:
+    """Biopython's `pssm.search`, also for a sequence exactly one matrix wide.
+
+    (Biopython 1.88 raises on 0-d score arrays when len(seq) == pssm.length.) Positions follow
+    Biopython: reverse-strand hits are negative, position - len(seq).
+    """
+    if len(seq) < pssm.length:
+        return []
+    if len(seq) > pssm.length:
+        return [(int(p), float(s)) for p, s in pssm.search(seq, threshold=threshold, both=both)]
+    hits = []
+    fwd = float(pssm.calculate(seq))
+    if fwd >= threshold:
+        hits.append((0, fwd))
+    if both:
+        rev = float(pssm.reverse_complement().calculate(seq))
+        if rev >= threshold:
+            hits.append((-len(seq), rev))
+    return hits
+
+
 def scan(pssm, threshold: float, seq: str) -> list[dict[str, Any]]:
     """All hits >= threshold on both strands as (start on + strand, strand, score), best first.
 
@@ -72,10 +93,7 @@ def scan(pssm, threshold: float, seq: str) -> list[dict[str, Any]]:
     """
     n, width = len(seq), pssm.length
     hits = []
-    if n < width:
-        return hits
-    for pos, score in pssm.search(seq, threshold=threshold, both=True):
-        pos = int(pos)
+    for pos, score in pssm_search(pssm, seq, threshold, both=True):
         strand = "+" if pos >= 0 else "-"
         start = pos if pos >= 0 else pos + n
         if score != score:  # NaN

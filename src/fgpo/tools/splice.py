@@ -13,6 +13,7 @@ from typing import Any
 from Bio import motifs as bio_motifs
 
 from fgpo.tools.base import Tool, register
+from fgpo.tools.motifs import pssm_search
 
 # Per position: (A, C, G, T) percentages. Donor: exon -3,-2,-1 | intron +1..+6.
 DONOR_FREQ = [(35, 35, 19, 11), (60, 13, 14, 13), (8, 4, 81, 7), (0, 0, 100, 0), (0, 0, 0, 100),
@@ -42,12 +43,9 @@ def best_sites(kind: str, seq: str, fpr: float) -> tuple[list[dict[str, Any]], f
     pssm = splice_pssm(kind)
     thr = splice_threshold(kind, fpr)
     offset = DONOR_EXON if kind == "donor" else ACCEPTOR_EXON
-    hits = []
-    if len(seq) >= pssm.length:
-        for pos, score in pssm.search(seq, threshold=thr, both=False):
-            if score == score:  # skip NaN windows (ambiguous bases)
-                hits.append({"start": int(pos), "boundary": int(pos) + offset,
-                             "score": round(float(score), 3)})
+    hits = [{"start": pos, "boundary": pos + offset, "score": round(score, 3)}
+            for pos, score in pssm_search(pssm, seq, thr, both=False)
+            if score == score]  # NaN windows contain ambiguous bases
     hits.sort(key=lambda h: (-h["score"], h["start"]))
     return hits, thr, float(pssm.max)
 

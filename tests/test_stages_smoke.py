@@ -1,0 +1,111 @@
+"""Tier 4: each stage run as a user runs it (the CLI in a subprocess), and the DVC pipeline."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+import yaml
+
+from fgpo.benchmarks import BENCHMARKS
+from fgpo.benchmarks.base import from_frame
+from fgpo.seqio import read_parquet_metadata
+from fgpo.tools import ToolsConfig, tool_fingerprint
+
+REPO = Path(__file__).resolve().parents[1]
+BIN = Path(sys.executable).parent
+
+
+def small_params(tmp: Path, n: int = 24) -> Path:
+    """The repo's params.yaml with n questions per benchmark (24 = a few per family: the stages'
+    code paths are the same as at 1,200, in seconds instead of a minute)."""
+    params = yaml.safe_load((REPO / "params.yaml").read_text())
+    for name in BENCHMARKS:
+        params["prepare"][name]["n_questions"] = n
+    params["tools"]["workers"] = 2
+    params["tools"]["chunk_size"] = 8
+    path = tmp / "params.yaml"
+    path.write_text(yaml.safe_dump(params, sort_keys=False))
+    return path
+
+
+def fgpo(*args: str, cwd: Path) -> subprocess.CompletedProcess:
+    return subprocess.run([str(BIN / "fgpo"), *args], cwd=cwd, capture_output=True, text=True,
+                          env={**os.environ, "PATH": f"{BIN}:{os.environ['PATH']}"})
+
+
+def test_prepare_and_tools_stages_via_cli(tmp_path):
+    params = small_params(tmp_path)
+    for name in BENCHMARKS:
+        r = fgpo("prepare", name, "--params", str(params), cwd=tmp_path)
+        assert r.returncode == 0, r.stderr
+        r = fgpo("tools", name, "--params", str(params), cwd=tmp_path)
+        assert r.returncode == 0, r.stderr
+        qs = from_frame(pd.read_parquet(tmp_path / f"data/benchmarks/{name}.parquet"))
+        assert len(qs) == 24
+        out = pd.read_parquet(tmp_path / f"data/tool_outputs/{name}.parquet")
+        cfg = ToolsConfig()
+        assert len(out) == 24 * len(cfg.names)
+        assert set(out.tool) == set(cfg.names)
+        assert read_parquet_metadata(tmp_path / f"data/tool_outputs/{name}.parquet")[
+            "fingerprint"] == tool_fingerprint(cfg)
+    assert not list(tmp_path.rglob("*.tmp"))
+
+
+def test_unknown_tool_name_in_params_is_a_clear_error(tmp_path):
+    params = small_params(tmp_path)
+    data = yaml.safe_load(params.read_text())
+    data["tools"]["names"] = ["composition", "gc_magic"]
+    params.write_text(yaml.safe_dump(data))
+    assert fgpo("prepare", "seqcalc", "--params", str(params), cwd=tmp_path).returncode == 0
+    r = fgpo("tools", "seqcalc", "--params", str(params), cwd=tmp_path)
+    assert r.returncode == 2
+    assert "gc_magic" in r.stderr and "tools.names" in r.stderr and "params.yaml" in r.stderr
+    assert not (tmp_path / "data/tool_outputs/seqcalc.parquet").exists()
+
+
+def test_unknown_params_key_fails_loudly(tmp_path):
+    params = small_params(tmp_path)
+    data = yaml.safe_load(params.read_text())
+    data["prepare"]["genomeqa"]["n_question"] = 5  # typo
+    params.write_text(yaml.safe_dump(data))
+    r = fgpo("prepare", "genomeqa", "--params", str(params), cwd=tmp_path)
+    assert r.returncode == 2 and "n_question" in r.stderr and "prepare.genomeqa" in r.stderr
+
+
+def _dvc(*args: str, cwd: Path) -> str:
+    r = subprocess.run([str(BIN / "dvc"), *args], cwd=cwd, capture_output=True, text=True,
+                       env={**os.environ, "PATH": f"{BIN}:{os.environ['PATH']}"})
+    assert r.returncode == 0, r.stdout + r.stderr
+    return r.stdout + r.stderr
+
+
+@pytest.mark.slow
+def test_dvc_repro_is_incremental(tmp_path):
+    """dvc repro builds everything; a second run does nothing; a changed benchmark parameter
+    rebuilds only that benchmark and its tool outputs."""
+    work = tmp_path / "repo"
+    work.mkdir()
+    shutil.copy(REPO / "dvc.yaml", work)
+    shutil.copytree(REPO / "src", work / "src", ignore=shutil.ignore_patterns("__pycache__"))
+    small_params(work)
+    subprocess.run(["git", "init", "-q"], cwd=work, check=True)
+    _dvc("init", "-q", cwd=work)
+    first = _dvc("repro", cwd=work)
+    for name in BENCHMARKS:
+        assert f"Running stage 'prepare@{name}'" in first
+        assert f"Running stage 'tools@{name}'" in first
+    second = _dvc("repro", cwd=work)
+    assert "Running stage" not in second
+    assert "up to date" in _dvc("status", cwd=work)
+    params = yaml.safe_load((work / "params.yaml").read_text())
+    params["prepare"]["seqcalc"]["seed"] = 99
+    (work / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
+    third = _dvc("repro", cwd=work)
+    ran = {line.split("'")[1] for line in third.splitlines() if line.startswith("Running stage")}
+    assert ran == {"prepare@seqcalc", "tools@seqcalc"}
