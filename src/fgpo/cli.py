@@ -47,6 +47,39 @@ def tools(benchmark: str = typer.Argument(..., help="benchmark name (data/benchm
     typer.echo(f"wrote {path}")
 
 
+@app.command("reward-table")
+def reward_table(reasoner: str = typer.Argument(..., help="name under reward_table.reasoners"),
+                 benchmark: str = typer.Argument(...), params: Path = PARAMS,
+                 data: Path = typer.Option(Path("data"))) -> None:
+    """Build (or resume) the exhaustive reward table of one reasoner x benchmark."""
+    from fgpo.reasoners import ReasonerError
+    from fgpo.rewards import stage
+    try:
+        path = stage.build(reasoner, benchmark, params, data)
+    except InputError as exc:
+        _fail(exc)
+    except ReasonerError as exc:
+        typer.secho(f"stopped: {exc}\nAnswered cells are saved; rerun the same command to resume.",
+                    fg=typer.colors.RED, err=True)
+        raise typer.Exit(3)
+    typer.echo(f"wrote {path}")
+
+
+@app.command("table-stats")
+def table_stats(reasoner: str = typer.Argument(...), benchmark: str = typer.Argument(...),
+                params: Path = PARAMS, data: Path = typer.Option(Path("data")),
+                metrics: Path = typer.Option(Path("metrics/reward_tables"))) -> None:
+    """Baselines and zero-signal statistics of a reward table -> metrics JSON."""
+    from fgpo.rewards import stage
+    try:
+        result = stage.stats(reasoner, benchmark, params, data, metrics)
+    except InputError as exc:
+        _fail(exc)
+    for key, value in result.items():
+        if not key.startswith("family/"):
+            typer.echo(f"{key:40s} {value:.4f}" if isinstance(value, float) else f"{key:40s} {value}")
+
+
 @app.command("list-tools")
 def list_tools() -> None:
     """Registered tools with their one-line descriptions."""

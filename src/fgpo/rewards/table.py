@@ -1,0 +1,217 @@
+"""Exhaustive reward tables: every question x every one of the 2^K tool subsets, asked once.
+
+A build appends each answered batch to a journal (JSON lines, flushed and fsynced) beside the
+target; a rerun after an interruption skips the journaled cells, so no completed reasoner call
+is repeated or lost. When every cell is in, the table is written atomically and the journal
+removed. Loading checks completeness and the tool-set fingerprint.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from tqdm import tqdm
+
+from fgpo.benchmarks.base import Question
+from fgpo.errors import InputError
+from fgpo.reasoners import Reasoner, ReasonerSpec, Request, build_reasoner
+from fgpo.reasoners.parse import parse_answer
+from fgpo.reasoners.prompt import TEMPLATE_HASH
+from fgpo.seqio import atomic_write_parquet, read_parquet_metadata
+from fgpo.tools import ToolOutput, ToolsConfig, tool_fingerprint
+
+COLUMNS = ["question_id", "split", "family", "mask", "n_tools", "correct", "reward", "answer",
+           "parsed"]
+
+
+@dataclass
+class RewardTableConfig:
+    """`reward_table:` section of params.yaml."""
+
+    tool_cost: float = 0.01
+    """Reward = correct - tool_cost * n_tools (the paper's optional per-tool cost; 0 = off)."""
+    shard_questions: int = 25
+    """Questions per reasoner batch and journal flush (a kill loses at most the batch in flight)."""
+    group_size: int = 8
+    """G of the GRPO group whose expected zero-signal fraction table-stats reports."""
+    build: list[str] = field(default_factory=list)
+    """Reasoner names that `dvc repro` builds tables for (keys of `reasoners`)."""
+    reasoners: dict[str, ReasonerSpec] = field(default_factory=dict)
+    """name -> ReasonerSpec (backend rule | vllm | openai | hf and its settings)."""
+
+    def __post_init__(self) -> None:
+        if self.tool_cost < 0 or self.shard_questions < 1 or self.group_size < 2:
+            raise InputError("need tool_cost >= 0, shard_questions >= 1, group_size >= 2",
+                             file="params.yaml", field="reward_table")
+        missing = [n for n in self.build if n not in self.reasoners]
+        if missing:
+            raise InputError(f"build lists {missing}, not defined under reward_table.reasoners",
+                             file="params.yaml", field="reward_table.build")
+
+    def spec(self, name: str) -> ReasonerSpec:
+        if name not in self.reasoners:
+            raise InputError(f"unknown reasoner {name!r}; defined: {sorted(self.reasoners)}",
+                             file="params.yaml", field="reward_table.reasoners")
+        return self.reasoners[name]
+
+
+def subset_evidence(outputs: dict[str, ToolOutput], names: list[str], mask: int
+                    ) -> dict[str, ToolOutput]:
+    """The cached outputs of the tools whose bits are set in `mask`, in bit order."""
+    return {n: outputs[n] for i, n in enumerate(names) if mask >> i & 1}
+
+
+# ---- the journal -----------------------------------------------------------------------------
+def _journal_path(out: Path) -> Path:
+    return out.with_name(out.name + ".journal.jsonl")
+
+
+def _read_journal(path: Path, header: dict[str, Any]) -> dict[tuple[str, int], str]:
+    """Answered cells of an interrupted build; a torn last line (killed mid-write) is dropped."""
+    if not path.exists():
+        return {}
+    raw = path.read_bytes()
+    good = raw[: raw.rfind(b"\n") + 1]
+    if len(good) != len(raw):
+        with path.open("r+b") as fh:
+            fh.truncate(len(good))
+    lines = good.decode().splitlines()
+    if not lines or json.loads(lines[0]) != header:
+        theirs = json.loads(lines[0]) if lines else {}
+        diff = sorted(k for k in header if theirs.get(k) != header[k])
+        raise InputError(f"an interrupted build for another configuration is in the way "
+                         f"(differs in {diff}); delete it to start over", file=str(path),
+                         field=diff[0] if diff else "header")
+    cells = {}
+    for n, line in enumerate(lines[1:], start=2):
+        rec = json.loads(line)
+        key = (rec["q"], rec["m"])
+        if key in cells:
+            raise InputError("cell answered twice", file=str(path), record=f"line {n}")
+        cells[key] = rec["a"]
+    return cells
+
+
+def _append(path: Path, lines: list[str]) -> None:
+    with path.open("a") as fh:
+        fh.write("".join(lines))
+        fh.flush()
+        os.fsync(fh.fileno())
+
+
+# ---- build -----------------------------------------------------------------------------------
+def build_table(questions: list[Question], outputs: dict[str, dict[str, ToolOutput]],
+                tools_cfg: ToolsConfig, name: str, spec: ReasonerSpec, cfg: RewardTableConfig,
+                out: Path, benchmark: str, reasoner: Reasoner | None = None,
+                progress: bool = True) -> Path:
+    """Ask the reasoner every missing (question, subset) cell, then write the table."""
+    names, n_sub = tools_cfg.names, 2 ** len(tools_cfg.names)
+    header = {"fingerprint": tool_fingerprint(tools_cfg), "reasoner": name,
+              "spec": spec.public(), "template_hash": TEMPLATE_HASH, "benchmark": benchmark}
+    out.parent.mkdir(parents=True, exist_ok=True)
+    journal = _journal_path(out)
+    cells = _read_journal(journal, header)
+    if not journal.exists():
+        _append(journal, [json.dumps(header, sort_keys=True) + "\n"])
+    missing = [q for q in questions if any((q.id, m) not in cells for m in range(n_sub))]
+    bar = tqdm(total=len(questions) * n_sub, initial=min(len(cells), len(questions) * n_sub),
+               desc=f"reward table {name}/{benchmark}", unit="cell", disable=not progress)
+    reasoner = reasoner or build_reasoner(spec)
+    try:
+        for start in range(0, len(missing), cfg.shard_questions):
+            batch = [Request(q, m, subset_evidence(outputs[q.id], names, m))
+                     for q in missing[start:start + cfg.shard_questions]
+                     for m in range(n_sub) if (q.id, m) not in cells]
+            answers = reasoner.answer(batch)
+            _append(journal, [json.dumps({"q": r.question.id, "m": r.mask, "a": a}) + "\n"
+                              for r, a in zip(batch, answers)])
+            cells.update({(r.question.id, r.mask): a for r, a in zip(batch, answers)})
+            bar.update(len(batch))
+    finally:
+        bar.close()
+        reasoner.close()
+    df = assemble(questions, cells, n_sub, cfg.tool_cost)
+    meta = {**header, "tools": names, "K": len(names), "tool_cost": cfg.tool_cost,
+            "n_questions": len(questions), "reasoner_calls": len(cells),
+            "unparseable": int((df.parsed < 0).sum())}
+    atomic_write_parquet(df, out, metadata=meta)
+    journal.unlink()
+    return out
+
+
+def assemble(questions: list[Question], cells: dict[tuple[str, int], str], n_sub: int,
+             tool_cost: float) -> pd.DataFrame:
+    """Rows in question order x mask order; correctness and reward from the parsed answer."""
+    rows = []
+    n_tools = [bin(m).count("1") for m in range(n_sub)]
+    for q in questions:
+        for m in range(n_sub):
+            raw = cells[(q.id, m)]
+            parsed = parse_answer(raw, q.options)
+            correct = int(parsed == q.answer)
+            rows.append((q.id, q.split, q.family, m, n_tools[m], correct,
+                         correct - tool_cost * n_tools[m], raw, -1 if parsed is None else parsed))
+    df = pd.DataFrame(rows, columns=COLUMNS)
+    return df.astype({"mask": "int32", "n_tools": "int8", "correct": "int8",
+                      "reward": "float32", "parsed": "int8"})
+
+
+# ---- load ------------------------------------------------------------------------------------
+@dataclass
+class RewardTable:
+    """A loaded table as dense [N, 2^K] arrays (row i = question_ids[i], column = mask)."""
+
+    question_ids: list[str]
+    splits: np.ndarray
+    families: np.ndarray
+    reward: np.ndarray
+    correct: np.ndarray
+    n_tools: np.ndarray
+    meta: dict[str, Any]
+
+    def split(self, name: str) -> np.ndarray:
+        return self.splits == name
+
+
+def load_reward_table(path: str | Path, tools_cfg: ToolsConfig) -> RewardTable:
+    """Load and validate: built for this tool set, one row per (question, subset), complete."""
+    path = Path(path)
+    if not path.exists():
+        raise InputError("reward table not found (run `dvc repro reward_table`)", file=str(path))
+    meta = read_parquet_metadata(path)
+    want = tool_fingerprint(tools_cfg)
+    if meta.get("fingerprint") != want:
+        raise InputError(f"table built for another tool set (fingerprint {meta.get('fingerprint')}"
+                         f", tools {meta.get('tools')}; current {want}, tools {tools_cfg.names})",
+                         file=str(path), field="fingerprint")
+    df = pd.read_parquet(path)
+    n_sub = 2 ** len(tools_cfg.names)
+    dup = df.duplicated(["question_id", "mask"])
+    if dup.any():
+        r = df[dup].iloc[0]
+        raise InputError(f"{int(dup.sum())} duplicate (question, subset) rows", file=str(path),
+                         record=f"{r.question_id} subset {r['mask']}", field="mask")
+    bad = df[(df["mask"] < 0) | (df["mask"] >= n_sub)]
+    if len(bad):
+        raise InputError(f"subset mask outside 0..{n_sub - 1}", file=str(path),
+                         record=bad.iloc[0].question_id, field="mask")
+    counts = df.groupby("question_id", sort=False).size()
+    short = counts[counts != n_sub]
+    if len(short):
+        raise InputError(f"{len(short)} question(s) lack cells: {short.index[0]} has "
+                         f"{short.iloc[0]} of {n_sub} subsets", file=str(path),
+                         record=short.index[0], field="mask")
+    df = df.sort_values(["question_id", "mask"], kind="stable")
+    ids = df.question_id.iloc[::n_sub].tolist()
+    first = df.iloc[::n_sub]
+    return RewardTable(question_ids=ids, splits=first.split.to_numpy(),
+                       families=first.family.to_numpy(),
+                       reward=df.reward.to_numpy(np.float64).reshape(-1, n_sub),
+                       correct=df.correct.to_numpy(np.float64).reshape(-1, n_sub),
+                       n_tools=np.array([bin(m).count("1") for m in range(n_sub)]), meta=meta)

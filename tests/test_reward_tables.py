@@ -1,0 +1,226 @@
+"""Reward tables: complete, resumable without repeating or losing a call, validated on load;
+table statistics against hand computation and brute-force enumeration."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pyarrow.parquet as pq
+import pytest
+import yaml
+
+from fgpo.benchmarks import generate
+from fgpo.benchmarks.config import BenchmarkConfig
+from fgpo.errors import InputError
+from fgpo.reasoners import Reasoner, ReasonerError, ReasonerSpec, build_reasoner
+from fgpo.rewards.stats import table_stats, uniform_zero_signal
+from fgpo.rewards.table import RewardTable, RewardTableConfig, build_table, load_reward_table
+from fgpo.seqio import read_parquet_metadata
+from fgpo.tools import ToolsConfig, build_tools
+
+REPO = Path(__file__).resolve().parents[1]
+BIN = Path(sys.executable).parent
+SPEC = ReasonerSpec(backend="rule", profile="overloaded_generalist")
+# 12 questions x 64 subsets = 768 cells: enough shards (2 questions each) to interrupt mid-way.
+CFG = RewardTableConfig(tool_cost=0.01, shard_questions=2, reasoners={"r": SPEC}, build=["r"])
+
+
+@pytest.fixture(scope="module")
+def small():
+    qs = generate("genomeqa", BenchmarkConfig(n_questions=12, seed=4), progress=False)
+    cfg = ToolsConfig()
+    tools = build_tools(cfg)
+    return qs, {q.id: {t.name: t.run(q.sequences) for t in tools} for q in qs}, cfg
+
+
+class Counting(Reasoner):
+    """Wraps a reasoner: counts every cell asked; optionally dies after `fail_after` batches."""
+
+    def __init__(self, inner: Reasoner, fail_after: int | None = None, exc=KeyboardInterrupt):
+        self.inner, self.spec, self.fail_after, self.exc = inner, inner.spec, fail_after, exc
+        self.cells: list[tuple[str, int]] = []
+        self.batches = 0
+
+    def answer(self, requests):
+        if self.fail_after is not None and self.batches >= self.fail_after:
+            raise self.exc("backend went away")
+        self.batches += 1
+        self.cells += [(r.question.id, r.mask) for r in requests]
+        return self.inner.answer(requests)
+
+
+def _build(small, out, reasoner=None):
+    qs, outs, cfg = small
+    return build_table(qs, outs, cfg, "r", SPEC, CFG, out, "genomeqa", reasoner=reasoner,
+                       progress=False)
+
+
+def test_table_is_complete_and_rewards_follow_answers(small, tmp_path):
+    qs, _, cfg = small
+    path = _build(small, tmp_path / "t.parquet")
+    df = pd.read_parquet(path)
+    assert len(df) == len(qs) * 64 and not df.duplicated(["question_id", "mask"]).any()
+    answer = {q.id: q.answer for q in qs}
+    assert (df.correct == (df.parsed == df.question_id.map(answer))).all()
+    np.testing.assert_allclose(df.reward, df.correct - 0.01 * df.n_tools, atol=1e-6)
+    assert (df.n_tools == df["mask"].map(lambda m: bin(m).count("1"))).all()
+    meta = read_parquet_metadata(path)
+    assert meta["reasoner_calls"] == len(df) and meta["K"] == 6 and meta["tools"] == cfg.names
+    assert not list(tmp_path.glob("*.journal.jsonl"))
+    table = load_reward_table(path, cfg)
+    assert table.reward.shape == (12, 64)
+
+
+@pytest.mark.parametrize("exc", [KeyboardInterrupt, ReasonerError])
+def test_interrupted_build_resumes_without_repeating_or_losing_calls(small, tmp_path, exc):
+    reference = pd.read_parquet(_build(small, tmp_path / "ref.parquet"))
+    out = tmp_path / "t.parquet"
+    first = Counting(build_reasoner(SPEC), fail_after=3, exc=exc)
+    with pytest.raises(exc):
+        _build(small, out, first)
+    assert not out.exists() and first.batches == 3
+    second = Counting(build_reasoner(SPEC))
+    _build(small, out, second)
+    asked = first.cells + second.cells
+    assert len(asked) == len(set(asked)) == 12 * 64  # each cell asked exactly once
+    pd.testing.assert_frame_equal(pd.read_parquet(out), reference)
+    assert read_parquet_metadata(out)["reasoner_calls"] == 12 * 64
+
+
+def test_torn_journal_line_is_dropped_and_recomputed(small, tmp_path):
+    out = tmp_path / "t.parquet"
+    with pytest.raises(KeyboardInterrupt):
+        _build(small, out, Counting(build_reasoner(SPEC), fail_after=2))
+    journal = tmp_path / "t.parquet.journal.jsonl"
+    n_lines = journal.read_text().count("\n")
+    with journal.open("a") as fh:
+        fh.write('{"q": "genomeqa-promoter-0000')  # killed mid-write
+    second = Counting(build_reasoner(SPEC))
+    _build(small, out, second)
+    assert len(second.cells) == 12 * 64 - (n_lines - 1)
+    pd.testing.assert_frame_equal(pd.read_parquet(out),
+                                  pd.read_parquet(_build(small, tmp_path / "ref.parquet")))
+
+
+def test_journal_of_another_configuration_is_refused(small, tmp_path):
+    qs, outs, cfg = small
+    out = tmp_path / "t.parquet"
+    with pytest.raises(KeyboardInterrupt):
+        _build(small, out, Counting(build_reasoner(SPEC), fail_after=1))
+    other = ReasonerSpec(backend="rule", profile="careful_expert")
+    with pytest.raises(InputError, match="another configuration.*spec"):
+        build_table(qs, outs, cfg, "r", other, CFG, out, "genomeqa", progress=False)
+
+
+def _rewrite(path: Path, df: pd.DataFrame) -> None:
+    schema_meta = pq.read_schema(path).metadata
+    table = __import__("pyarrow").Table.from_pandas(df, preserve_index=False)
+    pq.write_table(table.replace_schema_metadata(schema_meta), path)
+
+
+def test_load_refuses_missing_duplicate_and_foreign_tables(small, tmp_path):
+    _, _, cfg = small
+    path = _build(small, tmp_path / "t.parquet")
+    with pytest.raises(InputError, match="fingerprint"):
+        load_reward_table(path, ToolsConfig(names=cfg.names[:5]))
+    with pytest.raises(InputError, match="fingerprint"):
+        load_reward_table(path, ToolsConfig(motif_fpr=1e-3))
+    df = pd.read_parquet(path)
+    _rewrite(path, df.drop(index=[5, 6]))
+    with pytest.raises(InputError, match=r"lack cells.*62 of 64"):
+        load_reward_table(path, cfg)
+    _rewrite(path, pd.concat([df, df.iloc[[7]]]))
+    with pytest.raises(InputError, match="duplicate"):
+        load_reward_table(path, cfg)
+    with pytest.raises(InputError, match="not found"):
+        load_reward_table(tmp_path / "none.parquet", cfg)
+
+
+# ---- a real kill, in a subprocess -------------------------------------------------------------
+@pytest.mark.slow
+def test_sigkill_mid_build_then_resume_matches_uninterrupted(tmp_path):
+    params = yaml.safe_load((REPO / "params.yaml").read_text())
+    params["prepare"]["genomeqa"]["n_questions"] = 12  # a few shards is all a kill test needs
+    params["reward_table"]["shard_questions"] = 1
+    params["reward_table"]["reasoners"]["slow"] = {"backend": "rule", "profile": "tool_skeptic",
+                                                  "latency_s": 0.004}
+    env = {**os.environ, "PATH": f"{BIN}:{os.environ['PATH']}"}
+    for d in ("a", "b"):
+        (tmp_path / d).mkdir()
+        (tmp_path / d / "params.yaml").write_text(yaml.safe_dump(params))
+        for cmd in (["prepare", "genomeqa"], ["tools", "genomeqa"]):
+            subprocess.run([BIN / "fgpo", *cmd], cwd=tmp_path / d, env=env, check=True,
+                           capture_output=True)
+    subprocess.run([BIN / "fgpo", "reward-table", "slow", "genomeqa"], cwd=tmp_path / "a",
+                   env=env, check=True, capture_output=True)
+    journal = tmp_path / "b/data/reward_tables/slow/genomeqa.parquet.journal.jsonl"
+    proc = subprocess.Popen([BIN / "fgpo", "reward-table", "slow", "genomeqa"],
+                            cwd=tmp_path / "b", env=env, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)
+    deadline = time.time() + 60
+    while time.time() < deadline and (not journal.exists() or journal.read_text().count("\n") < 200):
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    done = journal.read_text().count("\n") - 1
+    assert 0 < done < 12 * 64, "the kill must land mid-build"
+    r = subprocess.run([BIN / "fgpo", "reward-table", "slow", "genomeqa"], cwd=tmp_path / "b",
+                       env=env, capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    a = tmp_path / "a/data/reward_tables/slow/genomeqa.parquet"
+    b = tmp_path / "b/data/reward_tables/slow/genomeqa.parquet"
+    pd.testing.assert_frame_equal(pd.read_parquet(a), pd.read_parquet(b))
+    assert read_parquet_metadata(a) == read_parquet_metadata(b)
+    assert read_parquet_metadata(b)["reasoner_calls"] == 12 * 64
+
+
+# ---- statistics -------------------------------------------------------------------------------
+def _hand_table() -> RewardTable:
+    # K=2 (4 subsets: {}, {t0}, {t1}, {t0,t1}); 4 questions; tool_cost 0.1
+    correct = np.array([[0, 1, 0, 1],    # train: t0 needed
+                        [0, 1, 1, 1],    # train
+                        [1, 1, 1, 1],    # val: constant correctness
+                        [0, 0, 1, 0]],   # test: only t1 alone
+                       dtype=float)
+    n_tools = np.array([0, 1, 1, 2])
+    return RewardTable(question_ids=["a", "b", "c", "d"],
+                       splits=np.array(["train", "train", "val", "test"]),
+                       families=np.array(["f", "f", "g", "g"]), reward=correct - 0.1 * n_tools,
+                       correct=correct, n_tools=n_tools, meta={"reasoner_calls": 16})
+
+
+def test_table_stats_by_hand():
+    s = table_stats(_hand_table(), group_size=2)
+    # best fixed on train: subset 1 and 3 both reach 1.0; fewer tools wins -> mask 1 ({t0})
+    assert s["table/best_fixed_mask"] == 1 and s["table/best_fixed_tools"] == 1
+    assert s["train/no_tools_accuracy"] == 0.0 and s["train/all_tools_accuracy"] == 1.0
+    assert s["train/random_accuracy"] == pytest.approx(5 / 8)
+    assert s["test/best_fixed_accuracy"] == 0.0 and s["test/oracle_accuracy"] == 1.0
+    assert s["test/random_accuracy"] == pytest.approx(0.25)
+    assert s["val/oracle_reward"] == pytest.approx(1.0)  # empty subset, no cost
+    assert s["table/constant_correct_row_frac"] == 0.25
+    assert s["table/constant_reward_row_frac"] == 0.0  # the tool cost breaks the tie
+    # oracle tools: a -> {t0} 1, b -> {t0} or {t1} 1, c -> {} 0, d -> {t1} 1
+    assert s["table/oracle_tools_per_question"] == pytest.approx(0.75)
+    assert s["budget/table_cells"] == 16
+
+
+def test_uniform_zero_signal_equals_enumeration():
+    rng = np.random.default_rng(0)
+    reward = rng.choice([0.0, 0.9, 1.0], size=(6, 4))
+    reward[0] = 1.0  # a constant row always gives zero signal
+    for g in (2, 3, 4):
+        exact = uniform_zero_signal(reward, g)
+        brute = [np.mean([len({row[i] for i in idx}) == 1
+                          for idx in itertools.product(range(4), repeat=g)]) for row in reward]
+        np.testing.assert_allclose(exact, brute)
+    assert uniform_zero_signal(reward, 3)[0] == 1.0
