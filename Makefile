@@ -30,6 +30,7 @@ test: install
 
 bench: install
 	$(BIN)/python bench/bench_tools.py
+	$(BIN)/python bench/bench_reward_tables.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache

@@ -224,3 +224,23 @@ def test_uniform_zero_signal_equals_enumeration():
                           for idx in itertools.product(range(4), repeat=g)]) for row in reward]
         np.testing.assert_allclose(exact, brute)
     assert uniform_zero_signal(reward, 3)[0] == 1.0
+
+
+def test_question_shards_merge_into_the_unsharded_table(small, tmp_path):
+    """N servers each build their share of questions; the merge equals a single build."""
+    from fgpo.rewards.table import merge_shards
+
+    qs, outs, cfg = small
+    reference = _build(small, tmp_path / "ref.parquet")
+    shards = []
+    for i in range(3):
+        spec = ReasonerSpec(backend="rule", profile="overloaded_generalist",
+                            base_url=f"http://127.0.0.1:80{i}0/v1")
+        shards.append(build_table(qs[i::3], outs, cfg, "r", spec, CFG,
+                                  tmp_path / f"t.shard{i}of3.parquet", "genomeqa",
+                                  progress=False, shard=f"{i}/3"))
+    merged = merge_shards(shards, tmp_path / "t.parquet", qs)
+    pd.testing.assert_frame_equal(pd.read_parquet(merged), pd.read_parquet(reference))
+    assert read_parquet_metadata(merged)["reasoner_calls"] == 12 * 64
+    with pytest.raises(InputError, match="exactly once"):
+        merge_shards(shards[:2], tmp_path / "t2.parquet", qs)

@@ -88,7 +88,7 @@ def _dvc(*args: str, cwd: Path) -> str:
 @pytest.mark.slow
 def test_dvc_repro_is_incremental(tmp_path):
     """dvc repro builds everything; a second run does nothing; a changed benchmark parameter
-    rebuilds only that benchmark and its tool outputs."""
+    rebuilds only that benchmark and what depends on it (its tool outputs and tables)."""
     work = tmp_path / "repo"
     work.mkdir()
     shutil.copy(REPO / "dvc.yaml", work)
@@ -108,4 +108,6 @@ def test_dvc_repro_is_incremental(tmp_path):
     (work / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
     third = _dvc("repro", cwd=work)
     ran = {line.split("'")[1] for line in third.splitlines() if line.startswith("Running stage")}
-    assert ran == {"prepare@seqcalc", "tools@seqcalc"}
+    reasoners = params["reward_table"]["build"]
+    assert ran == {"prepare@seqcalc", "tools@seqcalc"} | {
+        f"{stage}@{r}-seqcalc" for r in reasoners for stage in ("reward_table", "table_stats")}

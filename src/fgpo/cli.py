@@ -50,12 +50,21 @@ def tools(benchmark: str = typer.Argument(..., help="benchmark name (data/benchm
 @app.command("reward-table")
 def reward_table(reasoner: str = typer.Argument(..., help="name under reward_table.reasoners"),
                  benchmark: str = typer.Argument(...), params: Path = PARAMS,
-                 data: Path = typer.Option(Path("data"))) -> None:
+                 data: Path = typer.Option(Path("data")),
+                 shard: Optional[str] = typer.Option(
+                     None, help="I/N: build only questions with index % N == I (one server's share)"),
+                 base_url: Optional[str] = typer.Option(
+                     None, help="override the spec's endpoint (openai backend), e.g. per shard"),
+                 merge: Optional[int] = typer.Option(
+                     None, help="merge N finished shards into the stage's table")) -> None:
     """Build (or resume) the exhaustive reward table of one reasoner x benchmark."""
     from fgpo.reasoners import ReasonerError
     from fgpo.rewards import stage
     try:
-        path = stage.build(reasoner, benchmark, params, data)
+        if merge:
+            path = stage.merge(reasoner, benchmark, merge, data)
+        else:
+            path = stage.build(reasoner, benchmark, params, data, shard, base_url)
     except InputError as exc:
         _fail(exc)
     except ReasonerError as exc:

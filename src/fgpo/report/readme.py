@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
@@ -10,6 +11,7 @@ import pandas as pd
 from fgpo.benchmarks import BENCHMARKS, evidence
 from fgpo.config import load_section
 from fgpo.errors import InputError
+from fgpo.rewards.table import RewardTableConfig
 from fgpo.seqio import atomic_write_text
 from fgpo.tools import TOOL_REGISTRY, ToolsConfig
 
@@ -35,6 +37,27 @@ def benchmark_table(bench_dir: Path, tools_cfg: ToolsConfig) -> str:
     return "\n".join(lines)
 
 
+def reward_table_stats(metrics_dir: Path, reasoners: list[str]) -> str:
+    """Markdown: `table-stats` of every built (reasoner, benchmark) table, test split."""
+    lines = ["| reasoner | benchmark | no tools | all tools | random subset | best fixed subset "
+             "(mask, tools) | oracle | constant correctness rows | uniform zero-signal (G) |",
+             "|---|---|---:|---:|---:|---:|---:|---:|---:|"]
+    for r in reasoners:
+        for b in BENCHMARKS:
+            path = metrics_dir / r / f"{b}.json"
+            if not path.exists():
+                raise InputError("table stats missing: run `dvc repro` first", file=str(path))
+            s = json.loads(path.read_text())
+            lines.append(
+                f"| {r} | {b} | {s['test/no_tools_accuracy']:.3f} | "
+                f"{s['test/all_tools_accuracy']:.3f} | {s['test/random_accuracy']:.3f} | "
+                f"{s['test/best_fixed_accuracy']:.3f} ({s['table/best_fixed_mask']}, "
+                f"{s['table/best_fixed_tools']}) | {s['test/oracle_accuracy']:.3f} | "
+                f"{s['table/constant_correct_row_frac']:.3f} | "
+                f"{100 * s['table/uniform_zero_signal_frac']:.2f}% ({s['table/group_size']}) |")
+    return "\n".join(lines)
+
+
 def tools_table(tools_cfg: ToolsConfig) -> str:
     """Markdown: every registered tool, its description, and its bit in the configured set."""
     lines = ["| tool | version | bit in default set | what it reports |", "|---|---|---|---|"]
@@ -53,9 +76,12 @@ def replace_block(text: str, name: str, body: str) -> str:
     return pattern.sub(lambda m: m.group(1) + body.rstrip() + "\n" + m.group(3), text)
 
 
-def update_readme(path: Path, params: Path, bench_dir: Path) -> None:
+def update_readme(path: Path, params: Path, bench_dir: Path,
+                  metrics_dir: Path = Path("metrics/reward_tables")) -> None:
     tools_cfg = load_section(ToolsConfig, "tools", params)
     text = path.read_text()
     text = replace_block(text, "tools", tools_table(tools_cfg))
     text = replace_block(text, "benchmarks", benchmark_table(bench_dir, tools_cfg))
+    reward_cfg = load_section(RewardTableConfig, "reward_table", params)
+    text = replace_block(text, "reward_tables", reward_table_stats(metrics_dir, reward_cfg.build))
     atomic_write_text(text, path)

@@ -109,11 +109,12 @@ def _append(path: Path, lines: list[str]) -> None:
 def build_table(questions: list[Question], outputs: dict[str, dict[str, ToolOutput]],
                 tools_cfg: ToolsConfig, name: str, spec: ReasonerSpec, cfg: RewardTableConfig,
                 out: Path, benchmark: str, reasoner: Reasoner | None = None,
-                progress: bool = True) -> Path:
+                progress: bool = True, shard: str | None = None) -> Path:
     """Ask the reasoner every missing (question, subset) cell, then write the table."""
     names, n_sub = tools_cfg.names, 2 ** len(tools_cfg.names)
     header = {"fingerprint": tool_fingerprint(tools_cfg), "reasoner": name,
-              "spec": spec.public(), "template_hash": TEMPLATE_HASH, "benchmark": benchmark}
+              "spec": spec.public(), "template_hash": TEMPLATE_HASH, "benchmark": benchmark,
+              "shard": shard}
     out.parent.mkdir(parents=True, exist_ok=True)
     journal = _journal_path(out)
     cells = _read_journal(journal, header)
@@ -160,6 +161,43 @@ def assemble(questions: list[Question], cells: dict[tuple[str, int], str], n_sub
     df = pd.DataFrame(rows, columns=COLUMNS)
     return df.astype({"mask": "int32", "n_tools": "int8", "correct": "int8",
                       "reward": "float32", "parsed": "int8"})
+
+
+def merge_shards(shards: list[Path], out: Path, questions: list[Question]) -> Path:
+    """Concatenate per-shard tables (built by N servers, sharded by question) into one table.
+
+    Shards must agree on everything but the endpoint (`spec.base_url`), cover every question
+    exactly once, and each be complete; reasoner calls add up.
+    """
+    metas = []
+    for path in shards:
+        if not path.exists():
+            raise InputError("shard missing (build it with --shard I/N)", file=str(path))
+        metas.append(read_parquet_metadata(path))
+    same = {k for k in metas[0] if k not in ("spec", "n_questions", "reasoner_calls",
+                                              "unparseable", "shard")}
+    for path, meta in zip(shards[1:], metas[1:]):
+        spec_a = {k: v for k, v in metas[0]["spec"].items() if k != "base_url"}
+        spec_b = {k: v for k, v in meta["spec"].items() if k != "base_url"}
+        diff = sorted(k for k in same if meta.get(k) != metas[0].get(k))
+        if diff or spec_a != spec_b:
+            raise InputError(f"shard differs from {shards[0]} in {diff or ['spec']}",
+                             file=str(path), field=(diff or ["spec"])[0])
+    df = pd.concat([pd.read_parquet(p) for p in shards], ignore_index=True)
+    order = {q.id: i for i, q in enumerate(questions)}
+    counts = df.groupby("question_id").size()
+    n_sub = 2 ** metas[0]["K"]
+    if set(counts.index) != set(order) or (counts != n_sub).any():
+        raise InputError(f"shards do not cover the {len(order)} questions exactly once with "
+                         f"{n_sub} subsets each", file=str(shards[0].parent), field="question_id")
+    df = df.sort_values(["question_id", "mask"], key=lambda c: c.map(order) if c.name ==
+                        "question_id" else c, kind="stable").reset_index(drop=True)
+    meta = {**metas[0], "n_questions": len(order), "shard": None,
+            "reasoner_calls": sum(m["reasoner_calls"] for m in metas),
+            "unparseable": sum(m["unparseable"] for m in metas),
+            "spec": {**metas[0]["spec"], "base_url": sorted({m["spec"]["base_url"] for m in metas})}}
+    atomic_write_parquet(df, out, metadata=meta)
+    return out
 
 
 # ---- load ------------------------------------------------------------------------------------
