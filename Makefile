@@ -31,6 +31,7 @@ test: install
 bench: install
 	$(BIN)/python bench/bench_tools.py
 	$(BIN)/python bench/bench_reward_tables.py
+	$(BIN)/python bench/bench_train.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -22,13 +23,15 @@ BIN = Path(sys.executable).parent
 
 
 def small_params(tmp: Path, n: int = 24) -> Path:
-    """The repo's params.yaml with n questions per benchmark (24 = a few per family: the stages'
-    code paths are the same as at 1,200, in seconds instead of a minute)."""
+    """The repo's params.yaml shrunk so each stage runs its real code paths in seconds: n
+    questions per benchmark (a few per family), one reasoner, 2 training steps."""
     params = yaml.safe_load((REPO / "params.yaml").read_text())
     for name in BENCHMARKS:
         params["prepare"][name]["n_questions"] = n
     params["tools"]["workers"] = 2
     params["tools"]["chunk_size"] = 8
+    params["reward_table"]["build"] = ["careful_expert"]
+    params["train"].update(steps=2, eval_every=1, checkpoint_every=1, batch_size=4)
     path = tmp / "params.yaml"
     path.write_text(yaml.safe_dump(params, sort_keys=False))
     return path
@@ -91,7 +94,9 @@ def test_dvc_repro_is_incremental(tmp_path):
     rebuilds only that benchmark and what depends on it (its tool outputs and tables)."""
     work = tmp_path / "repo"
     work.mkdir()
-    shutil.copy(REPO / "dvc.yaml", work)
+    dvc_yaml = yaml.safe_load((REPO / "dvc.yaml").read_text())
+    dvc_yaml.pop("plots", None)  # the top-level plots name the full reasoner set
+    (work / "dvc.yaml").write_text(yaml.safe_dump(dvc_yaml, sort_keys=False))
     shutil.copytree(REPO / "src", work / "src", ignore=shutil.ignore_patterns("__pycache__"))
     small_params(work)
     subprocess.run(["git", "init", "-q"], cwd=work, check=True)
@@ -110,4 +115,57 @@ def test_dvc_repro_is_incremental(tmp_path):
     ran = {line.split("'")[1] for line in third.splitlines() if line.startswith("Running stage")}
     reasoners = params["reward_table"]["build"]
     assert ran == {"prepare@seqcalc", "tools@seqcalc"} | {
-        f"{stage}@{r}-seqcalc" for r in reasoners for stage in ("reward_table", "table_stats")}
+        f"{stage}@{r}-seqcalc" for r in reasoners for stage in ("reward_table", "table_stats")
+    } | {f"train@{m}-{r}-seqcalc" for m in params["train"]["methods"] for r in reasoners}
+
+
+def test_train_stage_logs_a_complete_mlflow_run(tmp_path):
+    """`fgpo train` as DVC calls it: MLflow run with tags, params, step and final metrics and
+    artifacts; the metrics JSON and plot CSV that DVC reads."""
+    from mlflow.tracking import MlflowClient
+
+    params = small_params(tmp_path)
+    for cmd in (["prepare", "genomeqa"], ["tools", "genomeqa"],
+                ["reward-table", "careful_expert", "genomeqa"]):
+        r = fgpo(*cmd, "--params", str(params), cwd=tmp_path)
+        assert r.returncode == 0, r.stderr
+    for method in ("fgpo", "grpo"):
+        r = fgpo("train", method, "careful_expert", "genomeqa", "--params", str(params),
+                 cwd=tmp_path)
+        assert r.returncode == 0, r.stderr
+    client = MlflowClient(f"sqlite:///{tmp_path / 'mlruns' / 'mlflow.db'}")
+    exp = client.get_experiment_by_name("fgpo")
+    runs = client.search_runs([exp.experiment_id])
+    assert sorted(run.data.tags["method"] for run in runs) == ["fgpo", "grpo"]
+    for run in runs:
+        tags, metrics = run.data.tags, run.data.metrics
+        assert run.info.status == "FINISHED"
+        assert tags["reasoner"] == "careful_expert" and tags["benchmark"] == "genomeqa"
+        assert tags["seed"] == "0" and len(tags["table_md5"]) == 32 and tags["git_commit"]
+        assert run.data.params["train.steps"] == "2"
+        for key in ("train/expected_reward", "train/loss", "train/kl", "train/entropy",
+                    "train/zero_signal_frac", "train/reward_evals", "val/accuracy",
+                    "val/tools_per_question", "test/accuracy", "test/expected_accuracy",
+                    "test/tools_per_question", "budget/reward_evals", "budget/table_cells"):
+            assert key in metrics, key
+        history = client.get_metric_history(run.info.run_id, "train/loss")
+        assert [m.step for m in history] == [1, 2]
+        artifacts = {a.path for a in client.list_artifacts(run.info.run_id)}
+        assert {"adapter", "test_selections.parquet", "learning_curve.png"} <= artifacts
+        m = json.loads((tmp_path / f"metrics/train/{tags['method']}/careful_expert/genomeqa.json")
+                       .read_text())
+        assert m["test/accuracy"] == pytest.approx(metrics["test/accuracy"])
+    grpo = [r for r in runs if r.data.tags["method"] == "grpo"][0].data.metrics
+    fgpo_m = [r for r in runs if r.data.tags["method"] == "fgpo"][0].data.metrics
+    assert fgpo_m["budget/reward_evals"] == fgpo_m["budget/table_cells_train"]
+    assert grpo["budget/reward_evals"] == 1 * 4 * 8  # one sampled batch of 4 questions x G=8
+    curve = pd.read_csv(tmp_path / "plots/train/grpo/careful_expert/genomeqa.csv")
+    assert {"step", "train_reward_evals", "val_accuracy", "train_zero_signal_frac"} <= set(curve)
+
+
+def test_train_refuses_a_missing_table_before_training(tmp_path):
+    params = small_params(tmp_path)
+    fgpo("prepare", "genomeqa", "--params", str(params), cwd=tmp_path)
+    r = fgpo("train", "fgpo", "careful_expert", "genomeqa", "--params", str(params), cwd=tmp_path)
+    assert r.returncode == 2 and "reward table not found" in r.stderr
+    assert not (tmp_path / "mlruns").exists()

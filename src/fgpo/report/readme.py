@@ -14,6 +14,7 @@ from fgpo.errors import InputError
 from fgpo.rewards.table import RewardTableConfig
 from fgpo.seqio import atomic_write_text
 from fgpo.tools import TOOL_REGISTRY, ToolsConfig
+from fgpo.train.config import TrainConfig
 
 
 def evidence_map() -> dict[str, dict[str, list[str]]]:
@@ -58,6 +59,40 @@ def reward_table_stats(metrics_dir: Path, reasoners: list[str]) -> str:
     return "\n".join(lines)
 
 
+def training_table(metrics_dir: Path, plots_dir: Path, reasoners: list[str],
+                   methods: list[str]) -> str:
+    """Markdown: FGPO vs GRPO per setting at equal optimiser steps, from the train metrics."""
+    lines = ["| reasoner | benchmark | FGPO test acc | GRPO test acc | FGPO - GRPO | tools/q "
+             "FGPO / GRPO | best fixed / oracle | GRPO zero-signal: first -> last 10 steps | "
+             "reward evals FGPO / GRPO (distinct) |", "|---|---|---:|---:|---:|---|---|---|---|"]
+    wins = ties = losses = 0
+    for r in reasoners:
+        for b in BENCHMARKS:
+            m = {}
+            for meth in methods:
+                path = metrics_dir / meth / r / f"{b}.json"
+                if not path.exists():
+                    raise InputError("training metrics missing: run `dvc repro`", file=str(path))
+                m[meth] = json.loads(path.read_text())
+            f, g = m["fgpo"], m["grpo"]
+            curve = pd.read_csv(plots_dir / "grpo" / r / f"{b}.csv")
+            zs = curve.dropna(subset=["train_zero_signal_frac"])["train_zero_signal_frac"]
+            diff = f["test/accuracy"] - g["test/accuracy"]
+            wins, ties, losses = (wins + (diff > 1e-9), ties + (abs(diff) <= 1e-9),
+                                  losses + (diff < -1e-9))
+            lines.append(
+                f"| {r} | {b} | {f['test/accuracy']:.3f} | {g['test/accuracy']:.3f} | "
+                f"{100 * diff:+.1f} pt | {f['test/tools_per_question']:.2f} / "
+                f"{g['test/tools_per_question']:.2f} | {f['baseline/test/best_fixed_accuracy']:.3f}"
+                f" / {f['baseline/test/oracle_accuracy']:.3f} | {zs.head(10).mean():.2f} -> "
+                f"{zs.tail(10).mean():.2f} | {f['budget/reward_evals']:.0f} / "
+                f"{g['budget/reward_evals']:.0f} ({g['budget/reward_evals_unique']:.0f}) |")
+    lines.append("")
+    lines.append(f"FGPO wins {wins}, ties {ties}, loses {losses} of {wins + ties + losses} "
+                 "settings on test accuracy (one seed each; `train.seeds` adds more).")
+    return "\n".join(lines)
+
+
 def tools_table(tools_cfg: ToolsConfig) -> str:
     """Markdown: every registered tool, its description, and its bit in the configured set."""
     lines = ["| tool | version | bit in default set | what it reports |", "|---|---|---|---|"]
@@ -84,4 +119,8 @@ def update_readme(path: Path, params: Path, bench_dir: Path,
     text = replace_block(text, "benchmarks", benchmark_table(bench_dir, tools_cfg))
     reward_cfg = load_section(RewardTableConfig, "reward_table", params)
     text = replace_block(text, "reward_tables", reward_table_stats(metrics_dir, reward_cfg.build))
+    train_cfg = load_section(TrainConfig, "train", params)
+    if sorted(train_cfg.methods) == ["fgpo", "grpo"]:
+        text = replace_block(text, "training", training_table(
+            Path("metrics/train"), Path("plots/train"), reward_cfg.build, train_cfg.methods))
     atomic_write_text(text, path)

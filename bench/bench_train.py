@@ -1,0 +1,122 @@
+"""FGPO vs GRPO step time on the same policy and batch, and the cost of exact enumeration vs K.
+
+In one run, with medians over repeats:
+  * seconds per optimiser step and per question for FGPO and GRPO (sampling + mu inner steps
+    amortised), same MiniLM + LoRA policy, same batch;
+  * the exact-enumeration overhead: for K = 4..10, the subset head + FGPO loss (forward and
+    backward over all 2^K subsets) timed against the backbone forward/backward of the same
+    batch; the ratio at K = 6 is the number to watch (target: under about 10%).
+Writes reports/bench_train.json. Usage: python bench/bench_train.py [--batch 16] [--repeats 5]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import time
+from pathlib import Path
+
+import torch
+
+from fgpo.benchmarks import generate
+from fgpo.benchmarks.config import BenchmarkConfig
+from fgpo.policy.base import PolicyConfig, build_policy
+from fgpo.policy.heads import FactorizedHead, SubsetHead
+from fgpo.seqio import atomic_write_text
+from fgpo.train.fgpo import fgpo_loss
+from fgpo.train.grpo import grpo_loss, sample_groups
+
+
+def timed(fn, repeats: int) -> float:
+    fn()  # warm-up
+    times = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--batch", type=int, default=16)
+    ap.add_argument("--repeats", type=int, default=5)
+    ap.add_argument("--out", type=Path, default=Path("reports/bench_train.json"))
+    args = ap.parse_args()
+    torch.set_num_threads(2)
+    cfg = PolicyConfig(lora_layers=[4, 5], max_length=48)
+    qs = generate("genomeqa", BenchmarkConfig(n_questions=args.batch, seed=0), progress=False)
+    policy = build_policy(cfg, 6, [], seed=0)
+    policy.prepare(qs)
+    policy.eval()
+    opt = torch.optim.AdamW(policy.trainable_parameters(), lr=1e-4)
+    idx = torch.arange(args.batch)
+    rewards = torch.rand(args.batch, 64)
+    uniform = torch.full((args.batch, 64), -torch.log(torch.tensor(64.0)))
+    gen = torch.Generator().manual_seed(0)
+
+    def fgpo_step() -> None:
+        loss, _ = fgpo_loss(policy.log_probs(idx), uniform, rewards, beta=0.01)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+
+    def grpo_batch(mu: int = 2, g: int = 8) -> None:
+        with torch.no_grad():
+            masks, old = sample_groups(policy.log_probs(idx), g, 1.0, gen)
+        for _ in range(mu):
+            lp = policy.log_probs(idx)
+            loss, _ = grpo_loss(lp.gather(1, masks), old.gather(1, masks), uniform.gather(1, masks),
+                                rewards.gather(1, masks), 0.2, 0.01)
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+
+    t_fgpo = timed(fgpo_step, args.repeats)
+    t_grpo = timed(grpo_batch, args.repeats) / 2  # per optimiser step (mu = 2)
+    report = {"batch": args.batch, "fgpo_s_per_step": t_fgpo, "grpo_s_per_step": t_grpo,
+              "fgpo_ms_per_question": 1000 * t_fgpo / args.batch,
+              "grpo_ms_per_question": 1000 * t_grpo / args.batch,
+              "grpo_over_fgpo": t_grpo / t_fgpo}
+    print(f"step: FGPO {t_fgpo:.3f}s  GRPO {t_grpo:.3f}s per optimiser step "
+          f"(ratio {t_grpo / t_fgpo:.2f})")
+
+    # ---- exact enumeration vs K: head + loss over 2^K subsets, against the backbone ----------
+    def backbone_pass() -> torch.Tensor:
+        mask = policy.attention_mask[idx]
+        hidden = policy.backbone(input_ids=policy.input_ids[idx],
+                                 attention_mask=mask).last_hidden_state
+        return (hidden * mask[..., None]).sum(1) / mask.sum(1, keepdim=True)
+
+    def backbone_step() -> None:
+        backbone_pass().sum().backward()
+
+    t_backbone = timed(backbone_step, args.repeats)
+    pooled = backbone_pass().detach()
+    rows = []
+    for k in range(4, 11):
+        for name, head_cls in (("subset", SubsetHead), ("factorized", FactorizedHead)):
+            head = head_cls(pooled.shape[1], k)
+            torch.nn.init.normal_(head.linear.weight, std=0.02)
+            r = torch.rand(args.batch, 2 ** k)
+            ref = torch.full((args.batch, 2 ** k), -k * torch.log(torch.tensor(2.0)))
+            h = pooled.clone().requires_grad_(True)
+
+            def head_step() -> None:
+                loss, _ = fgpo_loss(torch.log_softmax(head(h), -1), ref, r, beta=0.01)
+                loss.backward()
+
+            t_head = timed(head_step, args.repeats)
+            rows.append({"K": k, "subsets": 2 ** k, "head": name, "head_s": t_head,
+                         "over_backbone": t_head / t_backbone})
+            print(f"K={k:2d} {name:10s} head+loss {1000 * t_head:7.2f} ms = "
+                  f"{100 * t_head / t_backbone:5.1f}% of the backbone fwd/bwd "
+                  f"({1000 * t_backbone:.0f} ms)")
+    report.update({"backbone_s_per_step": t_backbone, "enumeration_vs_K": rows})
+    atomic_write_text(json.dumps(report, indent=2) + "\n", args.out)
+    print(f"wrote {args.out}")
+
+
+if __name__ == "__main__":
+    main()
