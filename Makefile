@@ -9,7 +9,7 @@ export FGPO_CACHE_DIR ?= $(CURDIR)/.cache/fgpo
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 
-.PHONY: install run test readme bench clean ui
+.PHONY: install run test readme bench clean ui sweep
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -40,3 +40,10 @@ clean:
 ui: install
 	$(BIN)/mlflow ui --backend-store-uri sqlite:///$(CURDIR)/mlruns/mlflow.db \
 	    --default-artifact-root $(CURDIR)/mlruns/artifacts --workers 1 --host 127.0.0.1 --port 5000
+
+## A default Optuna sweep (8 trials) for one setting; SWEEP_ARGS overrides, e.g.
+## make sweep SWEEP_ARGS="--method fgpo --reasoner careful_expert --benchmark seqcalc"
+SWEEP_ARGS ?= --method grpo --reasoner overloaded_generalist --benchmark genomeqa
+sweep: install
+	$(BIN)/dvc repro table_stats
+	$(BIN)/fgpo sweep $(SWEEP_ARGS)

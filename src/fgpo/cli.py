@@ -105,6 +105,44 @@ def train(method: str = typer.Argument(..., help="fgpo | grpo"),
         typer.echo(f"{key:28s} {summary[key]:.4f}")
 
 
+@app.command()
+def sweep(method: str = typer.Option(..., help="fgpo | grpo"),
+          reasoner: str = typer.Option(...), benchmark: str = typer.Option(...),
+          n_trials: Optional[int] = typer.Option(None, help="trials for this worker "
+                                                 "(default sweep.n_trials)"),
+          storage: Optional[str] = typer.Option(None, help="study storage URL (default "
+                                                "sweep.storage), e.g. postgresql://u:p@host/db"),
+          study_name: Optional[str] = typer.Option(None, help="default <method>-<reasoner>-"
+                                                   "<benchmark>"),
+          multi_objective: Optional[bool] = typer.Option(
+              None, "--multi-objective/--single-objective",
+              help="also minimise tools per question"),
+          params: Path = PARAMS, data: Path = typer.Option(Path("data")),
+          no_mlflow: bool = typer.Option(False, help="skip MLflow logging")) -> None:
+    """Optuna study over LoRA and optimiser settings (start several to run workers)."""
+    from fgpo.sweep import stage
+    try:
+        study = stage.main(method, reasoner, benchmark, n_trials, storage, study_name,
+                           multi_objective, params, data, tracking=not no_mlflow)
+    except InputError as exc:
+        _fail(exc)
+    states = {}
+    for t in study.trials:
+        states[t.state.name] = states.get(t.state.name, 0) + 1
+    typer.echo(f"study {study.study_name}: {states}")
+    path = stage.best_path(method, reasoner, benchmark)
+    if path.exists():
+        import json
+        best = json.loads(path.read_text())
+        typer.echo(f"best trial {best['trial']}: val/accuracy {best['value']:.4f} -> {path}")
+        def value(k: str, v: object) -> str:  # -S values are parsed as YAML
+            return f"[{v}]" if k.endswith("target_modules") else str(v).lower() \
+                if isinstance(v, bool) else str(v)
+        overrides = " ".join(f"-S 'train.{k}={value(k, v)}'"
+                             for k, v in sorted(best["params"].items()))
+        typer.echo(f"train with them: dvc exp run {overrides}")
+
+
 @app.command("list-tools")
 def list_tools() -> None:
     """Registered tools with their one-line descriptions."""

@@ -25,6 +25,7 @@ from fgpo.reasoners.parse import parse_answer
 from fgpo.reasoners.prompt import TEMPLATE_HASH
 from fgpo.seqio import atomic_write_parquet, read_parquet_metadata
 from fgpo.tools import ToolOutput, ToolsConfig, tool_fingerprint
+from fgpo.tools.base import require_fingerprint
 
 COLUMNS = ["question_id", "split", "family", "mask", "n_tools", "correct", "reward", "answer",
            "parsed"]
@@ -223,11 +224,7 @@ def load_reward_table(path: str | Path, tools_cfg: ToolsConfig) -> RewardTable:
     if not path.exists():
         raise InputError("reward table not found (run `dvc repro reward_table`)", file=str(path))
     meta = read_parquet_metadata(path)
-    want = tool_fingerprint(tools_cfg)
-    if meta.get("fingerprint") != want:
-        raise InputError(f"table built for another tool set (fingerprint {meta.get('fingerprint')}"
-                         f", tools {meta.get('tools')}; current {want}, tools {tools_cfg.names})",
-                         file=str(path), field="fingerprint")
+    require_fingerprint(meta, tools_cfg, str(path), "the reward_table stage")
     df = pd.read_parquet(path)
     n_sub = 2 ** len(tools_cfg.names)
     dup = df.duplicated(["question_id", "mask"])

@@ -141,5 +141,14 @@ def tool_fingerprint(cfg: ToolsConfig) -> str:
     return hashlib.sha256(json.dumps(spec, sort_keys=True).encode()).hexdigest()[:16]
 
 
+def require_fingerprint(meta: dict[str, Any], cfg: ToolsConfig, path: str, rerun: str) -> None:
+    """Refuse a file whose recorded tool-set fingerprint differs from the current tools'."""
+    want = tool_fingerprint(cfg)
+    if meta.get("fingerprint") != want:
+        raise InputError(f"built for another tool set (fingerprint {meta.get('fingerprint')}, "
+                         f"tools {meta.get('tools')}; current {want}, tools {cfg.names}); "
+                         f"rerun {rerun}", file=path, field="fingerprint")
+
+
 def config_dict(cfg: ToolsConfig) -> dict[str, Any]:
     return asdict(cfg)

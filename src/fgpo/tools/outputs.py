@@ -18,7 +18,7 @@ from fgpo.config import DEFAULT_PARAMS, load_section
 from fgpo.errors import InputError
 from fgpo.seqio import atomic_write_parquet, iter_chunks, read_parquet_metadata
 from fgpo.tools import ToolOutput, ToolsConfig, build_tools, tool_fingerprint
-from fgpo.tools.base import config_dict
+from fgpo.tools.base import config_dict, require_fingerprint
 
 _WORKER_TOOLS: list | None = None
 
@@ -66,12 +66,7 @@ def load_tool_outputs(path: str | Path, cfg: ToolsConfig) -> dict[str, dict[str,
     path = Path(path)
     if not path.exists():
         raise InputError("tool outputs not found (run `dvc repro tools`)", file=str(path))
-    meta = read_parquet_metadata(path)
-    want = tool_fingerprint(cfg)
-    if meta.get("fingerprint") != want:
-        raise InputError(f"built for another tool set (fingerprint {meta.get('fingerprint')} "
-                         f"tools {meta.get('tools')}; current {want} tools {cfg.names}); rerun "
-                         "the tools stage", file=str(path), field="fingerprint")
+    require_fingerprint(read_parquet_metadata(path), cfg, str(path), "the tools stage")
     df = pd.read_parquet(path)
     out: dict[str, dict[str, ToolOutput]] = {}
     for r in df.itertuples(index=False):

@@ -41,13 +41,7 @@ class Tracker:
         if self.uri.startswith("sqlite:///"):
             Path(self.uri[len("sqlite:///"):]).parent.mkdir(parents=True, exist_ok=True)
         self.client = MlflowClient(self.uri)
-        exp = self.client.get_experiment_by_name(experiment)
-        if exp is None:
-            artifacts = (root.resolve() / "artifacts").as_uri() if self.uri.startswith("sqlite") \
-                else None
-            exp_id = self.client.create_experiment(experiment, artifact_location=artifacts)
-        else:
-            exp_id = exp.experiment_id
+        exp_id = self._experiment_id(experiment, root)
         if run_id is None:
             all_tags = dict(tags)
             if parent_run_id:
@@ -61,6 +55,17 @@ class Tracker:
         else:
             self.client.update_run(run_id, status="RUNNING")
         self.run_id = run_id
+
+    def _experiment_id(self, name: str, root: Path) -> str:
+        exp = self.client.get_experiment_by_name(name)
+        if exp is not None:
+            return exp.experiment_id
+        artifacts = (root.resolve() / "artifacts").as_uri() if self.uri.startswith("sqlite") \
+            else None
+        try:
+            return self.client.create_experiment(name, artifact_location=artifacts)
+        except mlflow.exceptions.MlflowException:  # another worker created it meanwhile
+            return self.client.get_experiment_by_name(name).experiment_id
 
     def log_metrics(self, metrics: dict[str, float], step: int) -> None:
         import time

@@ -1,0 +1,1 @@
+"""Optuna sweeps over LoRA and optimiser settings, each trial a nested MLflow run."""

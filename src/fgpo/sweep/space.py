@@ -1,0 +1,106 @@
+"""The search space: parsed from params.yaml `sweep.space`, validated against TrainConfig."""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+import optuna
+
+from fgpo.errors import InputError
+from fgpo.train.config import TrainConfig
+
+KINDS = ("float", "int", "categorical")
+
+
+@dataclass
+class Dimension:
+    """One hyperparameter: a dotted TrainConfig path (e.g. policy.lora_r, grpo.clip_eps)."""
+
+    name: str
+    type: str
+    low: float | None = None
+    high: float | None = None
+    log: bool = False
+    choices: list[Any] = field(default_factory=list)
+
+    def suggest(self, trial: optuna.Trial) -> Any:
+        if self.type == "float":
+            return trial.suggest_float(self.name, self.low, self.high, log=self.log)
+        if self.type == "int":
+            return trial.suggest_int(self.name, int(self.low), int(self.high), log=self.log)
+        return trial.suggest_categorical(self.name, self.choices)
+
+    def method(self) -> str | None:
+        """'fgpo' / 'grpo' for method-specific settings, None for shared ones."""
+        head = self.name.split(".")[0]
+        return head if head in ("fgpo", "grpo") else None
+
+
+def _field_type(path: str) -> Any:
+    cls: Any = TrainConfig
+    hint = None
+    for part in path.split("."):
+        fields = {f.name: f for f in dataclasses.fields(cls)} if dataclasses.is_dataclass(cls) else {}
+        if part not in fields:
+            raise InputError(f"unknown parameter {path!r} (no train.{path} in TrainConfig)",
+                             file="params.yaml", field=f"sweep.space.{path}")
+        hint = fields[part].default_factory() if fields[part].default_factory is not \
+            dataclasses.MISSING else fields[part].default
+        cls = type(hint)
+    return hint
+
+
+def parse_space(raw: dict[str, dict[str, Any]]) -> list[Dimension]:
+    """Dimensions from the params.yaml mapping; unknown names and empty ranges are refused."""
+    if not raw:
+        raise InputError("empty search space", file="params.yaml", field="sweep.space")
+    dims = []
+    for name, spec in raw.items():
+        where = f"sweep.space.{name}"
+        default = _field_type(name)
+        if dataclasses.is_dataclass(default):
+            raise InputError(f"{name!r} is a section, not a parameter", file="params.yaml",
+                             field=where)
+        spec = dict(spec or {})
+        kind = spec.pop("type", None)
+        if kind not in KINDS:
+            raise InputError(f"type must be one of {list(KINDS)}", file="params.yaml", field=where)
+        try:
+            dim = Dimension(name=name, type=kind, **spec)
+        except TypeError as exc:
+            raise InputError(str(exc), file="params.yaml", field=where) from exc
+        if kind == "categorical":
+            if not dim.choices:
+                raise InputError("empty choices", file="params.yaml", field=where)
+        elif dim.low is None or dim.high is None or not dim.low < dim.high:
+            raise InputError(f"empty range [{dim.low}, {dim.high}]: need low < high",
+                             file="params.yaml", field=where)
+        elif dim.log and dim.low <= 0:
+            raise InputError("a log range needs low > 0", file="params.yaml", field=where)
+        dims.append(dim)
+    return dims
+
+
+def space_hash(dims: list[Dimension]) -> str:
+    blob = json.dumps([dataclasses.asdict(d) for d in dims], sort_keys=True)
+    return hashlib.sha256(blob.encode()).hexdigest()[:16]
+
+
+def apply(cfg: TrainConfig, values: dict[str, Any]) -> TrainConfig:
+    """A copy of `cfg` with dotted-path values set (lists given as 'a,b' strings are split)."""
+    for path, value in values.items():
+        if isinstance(value, str) and path.endswith("target_modules"):
+            value = value.split(",")
+        parts = path.split(".")
+        cfg = _set(cfg, parts, value)
+    return cfg
+
+
+def _set(obj: Any, parts: list[str], value: Any) -> Any:
+    if len(parts) == 1:
+        return replace(obj, **{parts[0]: value})
+    return replace(obj, **{parts[0]: _set(getattr(obj, parts[0]), parts[1:], value)})

@@ -1,0 +1,36 @@
+"""A sweep worker process for the tests: `python tests/sweep_worker.py BACKBONE STORAGE N [GRACE]`.
+
+Runs `run_sweep` on the synthetic setting of test_training (tiny encoder, 3 families) so that
+several processes can share one study; MLflow goes where MLFLOW_TRACKING_URI points.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).parent))
+
+from test_training import synthetic_data, tiny_cfg  # noqa: E402
+
+from fgpo.sweep.study import SweepConfig, run_sweep  # noqa: E402
+
+# A small space and 6-step trials: the worker's code paths in seconds per trial.
+SPACE = {"learning_rate": {"type": "float", "low": 3e-3, "high": 3e-2, "log": True},
+         "policy.lora_r": {"type": "categorical", "choices": [2, 4]},
+         "grpo.clip_eps": {"type": "float", "low": 0.1, "high": 0.3}}
+
+
+def sweep_config(grace: int = 120, **kw) -> SweepConfig:
+    base = dict(steps=6, eval_every=2, n_startup_trials=1, n_warmup_steps=0, space=SPACE,
+                heartbeat_interval=1 if grace < 120 else 30, grace_period=grace)
+    base.update(kw)
+    return SweepConfig(**base)
+
+
+if __name__ == "__main__":
+    backbone, storage, n = sys.argv[1], sys.argv[2], int(sys.argv[3])
+    grace = int(sys.argv[4]) if len(sys.argv) > 4 else 120
+    out = Path(sys.argv[5]) if len(sys.argv) > 5 else None
+    run_sweep("grpo", "synthetic", "synthetic", tiny_cfg(backbone), sweep_config(grace),
+              synthetic_data(), n, storage, "grpo-synthetic", best_out=out)

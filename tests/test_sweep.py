@@ -1,0 +1,237 @@
+"""Optuna sweeps: the search space, a study with nested MLflow runs, failures, mismatches,
+resume after a killed worker, and two workers on one PostgreSQL study."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import optuna
+import pytest
+from mlflow.tracking import MlflowClient
+
+from fgpo.errors import InputError
+from fgpo.sweep.space import apply, parse_space
+from fgpo.sweep.study import SweepConfig, TrialTracker, open_storage, run_sweep
+from fgpo.train.config import TrainConfig
+
+sys.path.insert(0, str(Path(__file__).parent))
+from sweep_worker import SPACE, sweep_config  # noqa: E402
+from test_training import synthetic_data, tiny_backbone, tiny_cfg  # noqa: E402,F401
+
+REPO = Path(__file__).resolve().parents[1]
+WORKER = Path(__file__).parent / "sweep_worker.py"
+
+
+# ---- the search space ------------------------------------------------------------------------
+def test_space_from_params_yaml_parses_and_splits_by_method():
+    import yaml
+    raw = yaml.safe_load((REPO / "params.yaml").read_text())["sweep"]
+    cfg = SweepConfig(**raw)
+    fgpo, grpo = {d.name for d in cfg.dimensions("fgpo")}, {d.name for d in cfg.dimensions("grpo")}
+    assert {"policy.lora_r", "policy.lora_alpha", "policy.lora_dropout", "learning_rate",
+            "weight_decay", "warmup_ratio", "batch_size", "beta", "entropy_coef",
+            "policy.lora_target_modules"} <= fgpo
+    assert grpo - fgpo == {"grpo.group_size", "grpo.clip_eps", "grpo.inner_epochs",
+                           "grpo.temperature"}
+    cfg2 = apply(TrainConfig(), {"policy.lora_r": 16, "grpo.clip_eps": 0.3, "learning_rate": 1e-4,
+                                 "policy.lora_target_modules": "query,key,value"})
+    assert (cfg2.policy.lora_r, cfg2.grpo.clip_eps, cfg2.learning_rate) == (16, 0.3, 1e-4)
+    assert cfg2.policy.lora_target_modules == ["query", "key", "value"]
+
+
+@pytest.mark.parametrize("space, match", [
+    ({"lora_rank": {"type": "int", "low": 1, "high": 4}}, "unknown parameter 'lora_rank'"),
+    ({"policy.lora_rr": {"type": "int", "low": 1, "high": 4}}, "policy.lora_rr"),
+    ({"learning_rate": {"type": "float", "low": 1e-3, "high": 1e-3}}, "empty range"),
+    ({"learning_rate": {"type": "float", "low": 0.0, "high": 1e-3, "log": True}}, "low > 0"),
+    ({"batch_size": {"type": "categorical", "choices": []}}, "empty choices"),
+    ({"batch_size": {"type": "uniform", "low": 1, "high": 2}}, "type must be"),
+    ({"grpo": {"type": "int", "low": 1, "high": 2}}, "section"),
+    ({}, "empty search space"),
+])
+def test_bad_search_spaces_are_refused(space, match):
+    with pytest.raises(InputError, match=match):
+        parse_space(space)
+
+
+def test_trial_tracker_prunes_on_the_pruners_word():
+    class FakeTrial:
+        reported: list = []
+        def report(self, value, step):
+            self.reported.append((step, value))
+        def should_prune(self):
+            return len(self.reported) >= 2
+
+    t = TrialTracker(FakeTrial(), None, prune=True)
+    t.log_metrics({"val/accuracy": 0.5}, 0)      # the step-0 uniform point is not reported
+    t.log_metrics({"train/loss": 1.0}, 1)
+    t.log_metrics({"val/accuracy": 0.6}, 2)
+    with pytest.raises(optuna.TrialPruned):
+        t.log_metrics({"val/accuracy": 0.4}, 4)
+    assert FakeTrial.reported == [(2, 0.6), (4, 0.4)]
+
+
+# ---- a study in-process ------------------------------------------------------------------------
+@pytest.fixture
+def mlflow_uri(tmp_path, monkeypatch):
+    uri = f"sqlite:///{tmp_path / 'mlruns.db'}"
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", uri)
+    monkeypatch.chdir(tmp_path)
+    return uri
+
+
+def _runs(uri: str) -> list:
+    client = MlflowClient(uri)
+    exp = client.get_experiment_by_name("fgpo-sweeps")
+    return client.search_runs([exp.experiment_id], max_results=1000)
+
+
+def test_study_logs_parent_and_nested_trials_and_writes_best(tiny_backbone, mlflow_uri, tmp_path):
+    storage = f"sqlite:///{tmp_path / 'optuna.db'}"
+    best = tmp_path / "best.json"
+    study = run_sweep("grpo", "synthetic", "synthetic", tiny_cfg(tiny_backbone), sweep_config(),
+                      synthetic_data(), 5, storage, "s", best_out=best)
+    assert len(study.trials) == 5
+    runs = _runs(mlflow_uri)
+    parents = [r for r in runs if r.data.tags["kind"] == "study"]
+    trials = [r for r in runs if r.data.tags["kind"] == "trial"]
+    assert len(parents) == 1 and len(trials) == 5
+    for r in trials:
+        assert r.data.tags["mlflow.parentRunId"] == parents[0].info.run_id
+        t = study.trials[int(r.data.tags["trial"])]
+        assert r.data.tags["optuna_state"] == t.state.name
+        assert r.info.status == {"COMPLETE": "FINISHED", "PRUNED": "KILLED"}[t.state.name]
+        assert float(r.data.params["learning_rate"]) == pytest.approx(t.params["learning_rate"])
+        assert "val/accuracy" in r.data.metrics
+    written = json.loads(best.read_text())
+    assert written["trial"] == study.best_trial.number
+    assert written["params"] == study.best_trial.params
+    assert parents[0].data.tags["best_trial"] == str(study.best_trial.number)
+
+
+def test_a_trial_that_raises_is_recorded_failed_and_the_study_goes_on(tiny_backbone, mlflow_uri,
+                                                                      tmp_path):
+    cfg = sweep_config(space={**SPACE, "batch_size": {"type": "categorical", "choices": [0]}})
+    study = run_sweep("grpo", "synthetic", "synthetic", tiny_cfg(tiny_backbone), cfg,
+                      synthetic_data(), 3, f"sqlite:///{tmp_path / 'o.db'}", "fails")
+    assert [t.state.name for t in study.trials] == ["FAIL"] * 3
+    errors = {r.data.tags.get("error", "") for r in _runs(mlflow_uri)
+              if r.data.tags["kind"] == "trial"}
+    assert len(errors) == 1 and "batch_size" in errors.pop()
+
+
+def test_study_with_another_direction_or_space_is_refused(tiny_backbone, mlflow_uri, tmp_path):
+    storage = f"sqlite:///{tmp_path / 'o.db'}"
+    run_sweep("grpo", "synthetic", "synthetic", tiny_cfg(tiny_backbone), sweep_config(),
+              synthetic_data(), 1, storage, "s", tracking=False)
+    with pytest.raises(InputError, match="directions"):
+        run_sweep("grpo", "synthetic", "synthetic", tiny_cfg(tiny_backbone),
+                  sweep_config(multi_objective=True), synthetic_data(), 1, storage, "s",
+                  tracking=False)
+    other = {"learning_rate": {"type": "float", "low": 1e-4, "high": 1e-3, "log": True}}
+    with pytest.raises(InputError, match="another search space"):
+        run_sweep("grpo", "synthetic", "synthetic", tiny_cfg(tiny_backbone),
+                  sweep_config(space=other), synthetic_data(), 1, storage, "s", tracking=False)
+
+
+def test_unreachable_storage_is_a_clear_error():
+    t0 = time.time()
+    with pytest.raises(InputError, match="cannot open study storage") as exc:
+        open_storage("postgresql://fgpo:secret@127.0.0.1:1/none", SweepConfig(space=SPACE))
+    assert "sweep.storage" in str(exc.value) and "secret" not in str(exc.value)
+    assert time.time() - t0 < 30
+
+
+# ---- worker processes ---------------------------------------------------------------------------
+def _worker(backbone: str, storage: str, n: int, env: dict, grace: int = 120) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, str(WORKER), backbone, storage, str(n), str(grace)],
+                            env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+
+
+@pytest.mark.slow
+def test_killed_worker_trial_is_failed_and_retried_on_resume(tiny_backbone, tmp_path):
+    storage = f"sqlite:///{tmp_path / 'o.db'}"
+    env = {**os.environ, "MLFLOW_TRACKING_URI": f"sqlite:///{tmp_path / 'm.db'}"}
+    proc = _worker(tiny_backbone, storage, 3, env, grace=2)
+    deadline = time.time() + 120
+    while time.time() < deadline:  # kill it while a trial runs
+        time.sleep(0.3)
+        try:
+            trials = optuna.load_study(study_name="grpo-synthetic", storage=storage).trials
+        except KeyError:
+            continue
+        if any(t.state.name == "RUNNING" for t in trials):
+            break
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    time.sleep(3)  # past the grace period: the killed trial's heartbeat is stale
+    resumed = _worker(tiny_backbone, storage, 2, env, grace=2)
+    assert resumed.wait(timeout=300) == 0, resumed.stderr.read()
+    trials = optuna.load_study(study_name="grpo-synthetic", storage=storage).trials
+    failed = [t for t in trials if t.state.name == "FAIL"]
+    assert len(failed) == 1
+    retried = [t for t in trials if t.system_attrs.get("failed_trial") == failed[0].number]
+    assert len(retried) == 1 and retried[0].params == failed[0].params
+    assert not [t for t in trials if t.state.name == "RUNNING"]
+
+
+def _postgres_url() -> str:
+    url = os.environ.get("FGPO_TEST_POSTGRES_URL")
+    if url:
+        return url
+    r = subprocess.run([str(REPO / "scripts" / "postgres.sh"), "start"], capture_output=True,
+                       text=True)
+    if r.returncode != 0:
+        pytest.skip(f"PostgreSQL could not be started: {r.stderr.strip()[-300:]}")
+    return r.stdout.strip()
+
+
+@pytest.mark.slow
+def test_two_workers_share_one_postgresql_study(tiny_backbone, tmp_path):
+    import sqlalchemy
+
+    url = _postgres_url()
+    name = f"pg-{os.getpid()}-{int(time.time())}"
+    mlflow_url = url.rsplit("/", 1)[0] + "/fgpo_mlflow"
+    env = {**os.environ, "MLFLOW_TRACKING_URI": mlflow_url}
+    code = ("import sys; sys.path.insert(0, 'tests'); from sweep_worker import *; "
+            f"run_sweep('grpo', 'synthetic', 'synthetic', tiny_cfg({tiny_backbone!r}), "
+            f"sweep_config(), synthetic_data(), 3, {url!r}, {name!r})")
+    procs = []
+    for _ in range(2):
+        procs.append(subprocess.Popen([sys.executable, "-c", code], cwd=REPO, env=env,
+                                      stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True))
+        deadline = time.time() + 120  # as documented: the first worker creates the study and
+        while time.time() < deadline:  # its MLflow parent run, then the others join
+            try:
+                if "mlflow_parent_run_id" in optuna.load_study(study_name=name,
+                                                               storage=url).user_attrs:
+                    break
+            except KeyError:
+                pass
+            time.sleep(0.5)
+    for p in procs:
+        assert p.wait(timeout=600) == 0, p.stderr.read()[-2000:]
+    study = optuna.load_study(study_name=name, storage=url)
+    trials = study.trials
+    assert sorted(t.number for t in trials) == list(range(6))  # none lost, none duplicated
+    workers = {t.user_attrs["worker"] for t in trials}
+    assert len(workers) == 2  # trials were distributed over both processes
+    assert all(t.state.name in ("COMPLETE", "PRUNED") for t in trials)
+    client = MlflowClient(mlflow_url)
+    exp = client.get_experiment_by_name("fgpo-sweeps")
+    runs = client.search_runs([exp.experiment_id], f"tags.study = '{name}' and tags.kind = 'trial'")
+    assert len(runs) == 6
+    done = [r for r in runs if r.data.tags["optuna_state"] == "COMPLETE"]
+    mlflow_best = max(done, key=lambda r: r.data.metrics["val/accuracy"])
+    best = study.best_trial
+    assert float(mlflow_best.data.metrics["val/accuracy"]) == pytest.approx(best.value)
+    assert mlflow_best.data.tags["trial"] == str(best.number) or \
+        [t.value for t in trials if t.state.name == "COMPLETE"].count(best.value) > 1
+    sqlalchemy.create_engine(url).dispose()
