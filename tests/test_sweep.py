@@ -235,3 +235,27 @@ def test_two_workers_share_one_postgresql_study(tiny_backbone, tmp_path):
     assert mlflow_best.data.tags["trial"] == str(best.number) or \
         [t.value for t in trials if t.state.name == "COMPLETE"].count(best.value) > 1
     sqlalchemy.create_engine(url).dispose()
+
+
+def test_train_stage_reads_the_best_params_when_asked(tmp_path, monkeypatch):
+    import yaml
+
+    from fgpo.sweep.space import apply
+    from fgpo.train.stage import swept_params
+
+    monkeypatch.chdir(tmp_path)
+    params = yaml.safe_load((REPO / "params.yaml").read_text())
+    path = tmp_path / "params.yaml"
+    path.write_text(yaml.safe_dump(params))
+    best = {"study": "grpo-r-b", "trial": 3, "value": 0.9,
+            "params": {"learning_rate": 0.002, "grpo.clip_eps": 0.25, "policy.lora_r": 4}}
+    out = tmp_path / "sweeps/best/grpo/r/b.json"
+    out.parent.mkdir(parents=True)
+    out.write_text(json.dumps(best))
+    assert swept_params("grpo", "r", "b", path) is None  # apply_best is off by default
+    params["sweep"]["apply_best"] = True
+    path.write_text(yaml.safe_dump(params))
+    assert swept_params("grpo", "r", "b", path) == best
+    assert swept_params("fgpo", "r", "b", path) is None  # no study for that setting
+    cfg = apply(TrainConfig(), best["params"])
+    assert (cfg.learning_rate, cfg.grpo.clip_eps, cfg.policy.lora_r) == (0.002, 0.25, 4)

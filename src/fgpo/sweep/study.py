@@ -52,6 +52,9 @@ class SweepConfig:
     """Seconds between a running trial's heartbeats; a trial silent for grace_period is failed
     and re-queued once (a killed worker's trial is not lost)."""
     grace_period: int = 120
+    apply_best: bool = False
+    """The train stage trains each setting with its study's best params
+    (sweeps/best/<method>/<reasoner>/<benchmark>.json) where one exists."""
     space: dict[str, dict[str, Any]] = field(default_factory=dict)
     """name -> {type: float|int|categorical, low, high, log, choices}; names are dotted paths
     into the train section (learning_rate, policy.lora_r, grpo.clip_eps, ...)."""

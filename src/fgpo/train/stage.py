@@ -62,6 +62,16 @@ def git_commit() -> str:
         return "unknown"
 
 
+def swept_params(method: str, reasoner: str, benchmark: str, params: Path) -> dict | None:
+    """The setting's best sweep params when `sweep.apply_best` is on and a sweep wrote them."""
+    from fgpo.sweep.stage import best_path
+    from fgpo.sweep.study import SweepConfig
+    if not load_section(SweepConfig, "sweep", params).apply_best:
+        return None
+    path = best_path(method, reasoner, benchmark)
+    return json.loads(path.read_text()) if path.exists() else None
+
+
 def resumable_run_id(ckpt: Path, chash: str) -> str | None:
     """The MLflow run of an interrupted run with the same configuration, to continue it."""
     if not ckpt.exists():
@@ -112,6 +122,10 @@ def main(method: str, reasoner: str, benchmark: str, params: Path = DEFAULT_PARA
     if method not in cfg.methods:
         raise InputError(f"method {method!r} not in train.methods {cfg.methods}",
                          file=str(params), field="train.methods")
+    best = swept_params(method, reasoner, benchmark, params)
+    if best:
+        from fgpo.sweep.space import apply
+        cfg = apply(cfg, best["params"])
     run_data = load_run_data(reasoner, benchmark, tools_cfg, data)  # fails before training
     group = load_section(RewardTableConfig, "reward_table", params).group_size
     baselines = {f"baseline/{k}": v for k, v in table_stats(run_data.table, group).items()
@@ -129,7 +143,9 @@ def main(method: str, reasoner: str, benchmark: str, params: Path = DEFAULT_PARA
                                     "benchmark": benchmark, "seed": str(seed),
                                     "setting": f"{reasoner}/{benchmark}",
                                     "git_commit": git_commit(), "table_md5": table_md5,
-                                    "table_fingerprint": run_data.table.meta["fingerprint"]},
+                                    "table_fingerprint": run_data.table.meta["fingerprint"],
+                                    "sweep_best": f"{best['study']}#{best['trial']}"
+                                    if best else "none"},
                               params={"method": method, "train": asdict(cfg),
                                       "tools": tools_cfg.names, "reasoner": reasoner,
                                       "benchmark": benchmark, "seed": seed},
@@ -157,6 +173,7 @@ def main(method: str, reasoner: str, benchmark: str, params: Path = DEFAULT_PARA
             tracker.log_artifact(out_dir / "adapter", "adapter")
             tracker.end()
     summary = summarise(results, cfg.seeds)
+    summary["sweep_best"] = f"{best['study']}#{best['trial']}" if best else "none"
     atomic_write_text(json.dumps(summary, indent=1) + "\n",
                       metrics_root / method / reasoner / f"{benchmark}.json")
     plot = pd.concat(curves, ignore_index=True)
