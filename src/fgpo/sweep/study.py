@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import optuna
-from optuna.storages import RDBStorage, RetryFailedTrialCallback
+from optuna.storages import RDBStorage, RetryHeartbeatStaleTrialCallback
 
 from fgpo.errors import InputError
 from fgpo.seqio import atomic_write_text
@@ -80,7 +80,7 @@ def open_storage(url: str, cfg: SweepConfig) -> RDBStorage:
     try:
         return RDBStorage(url, heartbeat_interval=cfg.heartbeat_interval,
                           grace_period=cfg.grace_period,
-                          heartbeat_stale_trial_callback=RetryFailedTrialCallback(max_retry=1),
+                          heartbeat_stale_trial_callback=RetryHeartbeatStaleTrialCallback(max_retry=1),
                           engine_kwargs={"pool_pre_ping": True})
     except Exception as exc:  # SQLAlchemy raises many types; name the URL (without password)
         safe = url.split("@")[-1] if "@" in url else url
