@@ -78,9 +78,9 @@ def open_storage(url: str, cfg: SweepConfig) -> RDBStorage:
     if url.startswith("sqlite:///"):
         Path(url[len("sqlite:///"):]).parent.mkdir(parents=True, exist_ok=True)
     try:
+        retry = RetryHeartbeatStaleTrialCallback(max_retry=1)
         return RDBStorage(url, heartbeat_interval=cfg.heartbeat_interval,
-                          grace_period=cfg.grace_period,
-                          heartbeat_stale_trial_callback=RetryHeartbeatStaleTrialCallback(max_retry=1),
+                          grace_period=cfg.grace_period, heartbeat_stale_trial_callback=retry,
                           engine_kwargs={"pool_pre_ping": True})
     except Exception as exc:  # SQLAlchemy raises many types; name the URL (without password)
         safe = url.split("@")[-1] if "@" in url else url
