@@ -7,6 +7,7 @@ import numpy as np
 import torch
 
 from fgpo.policy.base import Policy
+from fgpo.rewards.stats import zero_signal_prob
 
 
 @torch.no_grad()
@@ -18,16 +19,6 @@ def predict(policy: Policy, idx: np.ndarray, batch_size: int = 128) -> torch.Ten
            for i in range(0, len(idx), batch_size)]
     policy.train(was_training)
     return torch.cat(out) if out else torch.empty(0, policy.n_subsets)
-
-
-def zero_signal_prob(probs: np.ndarray, rewards: np.ndarray, group_size: int) -> np.ndarray:
-    """Per question, P(G subsets drawn i.i.d. from pi all get equal rewards), exactly:
-    sum over distinct reward values v of (pi-mass on subsets with reward v)^G."""
-    out = np.empty(len(probs))
-    for i, (p, r) in enumerate(zip(probs, rewards)):
-        _, inverse = np.unique(np.round(r, 9), return_inverse=True)
-        out[i] = np.sum(np.bincount(inverse, weights=p) ** group_size)
-    return out
 
 
 def policy_metrics(logp: torch.Tensor, correct: np.ndarray, reward: np.ndarray,

@@ -17,16 +17,19 @@ def best_fixed_mask(correct: np.ndarray, n_tools: np.ndarray) -> int:
     return int(min(range(len(acc)), key=lambda m: (-round(acc[m], 12), n_tools[m], m)))
 
 
-def uniform_zero_signal(reward: np.ndarray, group_size: int) -> np.ndarray:
-    """Per question, P(all G subsets drawn uniformly with replacement get equal rewards).
-
-    = sum over distinct reward values v of (share of subsets with reward v)^G, exactly.
-    """
-    out = np.empty(len(reward))
-    for i, row in enumerate(reward):
-        _, counts = np.unique(np.round(row, 9), return_counts=True)
-        out[i] = np.sum((counts / row.size) ** group_size)
+def zero_signal_prob(probs: np.ndarray, rewards: np.ndarray, group_size: int) -> np.ndarray:
+    """Per question, P(G subsets drawn i.i.d. from `probs` all get equal rewards), exactly:
+    sum over distinct reward values v of (probability mass on subsets with reward v)^G."""
+    out = np.empty(len(probs))
+    for i, (p, r) in enumerate(zip(probs, rewards)):
+        _, inverse = np.unique(np.round(r, 9), return_inverse=True)
+        out[i] = np.sum(np.bincount(inverse, weights=p) ** group_size)
     return out
+
+
+def uniform_zero_signal(reward: np.ndarray, group_size: int) -> np.ndarray:
+    """`zero_signal_prob` under the uniform policy over all subsets."""
+    return zero_signal_prob(np.full(reward.shape, 1.0 / reward.shape[1]), reward, group_size)
 
 
 def table_stats(table: RewardTable, group_size: int) -> dict[str, Any]:
