@@ -102,7 +102,8 @@ def train_run(method: str, cfg: TrainConfig, data: RunData, seed: int,
     G, mu = cfg.grpo.group_size, cfg.grpo.inner_epochs
     table_cells_train = len(train_idx) * n_sub
     state: dict[str, Any] = {"step": 0, "perm": torch.empty(0, dtype=torch.long), "pos": 0,
-                             "reward_evals": 0, "unique": set(), "history": [], "group": None,
+                             "reward_evals": 0, "unique": set(), "seen": set(), "history": [],
+                             "group": None,
                              "run_id": getattr(tracker, "run_id", None)}
     chash = config_hash(cfg, method, seed, table.meta)
 
@@ -116,6 +117,7 @@ def train_run(method: str, cfg: TrainConfig, data: RunData, seed: int,
             data_gen.set_state(ck["data_gen"])
             sample_gen.set_state(ck["sample_gen"])
             state = ck["state"]
+            state.setdefault("seen", set())
 
     def save_checkpoint() -> None:
         if checkpoint is None:
@@ -135,6 +137,7 @@ def train_run(method: str, cfg: TrainConfig, data: RunData, seed: int,
             state["pos"] = 0
         batch = state["perm"][state["pos"]:state["pos"] + cfg.batch_size]
         state["pos"] += cfg.batch_size
+        state["seen"].update(batch.tolist())  # rows a lazily built table would have paid for
         return batch
 
     def evaluate(idx: np.ndarray) -> dict[str, float]:
@@ -150,7 +153,8 @@ def train_run(method: str, cfg: TrainConfig, data: RunData, seed: int,
 
     if state["step"] == 0 and not state["history"]:  # the uniform starting point of every curve
         log({**{f"val/{k}": v for k, v in evaluate(val_idx).items()},
-             "train/reward_evals": table_cells_train if method == "fgpo" else 0}, 0)
+             "train/reward_evals": table_cells_train if method == "fgpo" else 0,
+             "train/questions_seen": 0}, 0)
 
     # ---- the loop: one optimiser step per iteration ---------------------------------------------
     bar = tqdm(total=cfg.steps, initial=state["step"], desc=f"{method} seed {seed}",
@@ -196,6 +200,7 @@ def train_run(method: str, cfg: TrainConfig, data: RunData, seed: int,
         metrics = {"train/loss": loss.item(), **exact,
                    "train/zero_signal_frac": float(stats["zero_signal_frac"]),
                    "train/reward_evals": evals, "train/reward_evals_unique": unique,
+                   "train/questions_seen": len(state["seen"]),
                    "train/lr": scheduler.get_last_lr()[0], "train/grad_norm": float(grad_norm)}
         if step % cfg.eval_every == 0 or step == cfg.steps:
             metrics.update({f"val/{k}": v for k, v in evaluate(val_idx).items()})
@@ -214,6 +219,7 @@ def train_run(method: str, cfg: TrainConfig, data: RunData, seed: int,
              **{k: v for k, v in last.items() if k.startswith("val/")},
              "budget/reward_evals": last["train/reward_evals"],
              "budget/reward_evals_unique": last["train/reward_evals_unique"],
+             "budget/questions_seen": last["train/questions_seen"],
              "budget/table_cells": int(table.reward.size),
              "budget/table_cells_train": table_cells_train,
              "budget/optimizer_steps": cfg.steps}

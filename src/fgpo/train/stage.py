@@ -1,7 +1,9 @@
 """DVC stage `train`: one (method, reasoner, benchmark) setting, every seed, logged to MLflow.
 
 Writes metrics/train/<method>/<reasoner>/<benchmark>.json (final metrics, mean and spread over
-seeds) and plots/train/<method>/<reasoner>/<benchmark>.csv (the per-step curves).
+seeds), plots/train/<method>/<reasoner>/<benchmark>.csv (the per-step curves) and
+data/selections/<method>/<reasoner>/<benchmark>.parquet (every seed's greedy test-set choice per
+question, which the report breaks down by family and subset).
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from fgpo.errors import InputError
 from fgpo.rewards.stage import table_path
 from fgpo.rewards.stats import table_stats
 from fgpo.rewards.table import RewardTableConfig, load_reward_table
-from fgpo.seqio import atomic_write_text
+from fgpo.seqio import atomic_write_parquet, atomic_write_text
 from fgpo.tools import ToolsConfig
 from fgpo.train.config import TrainConfig
 from fgpo.train.loop import RunData, RunResult, config_hash, train_run
@@ -114,6 +116,7 @@ def learning_curve_png(history: list[dict], path: Path, title: str) -> None:
 def main(method: str, reasoner: str, benchmark: str, params: Path = DEFAULT_PARAMS,
          data: Path = Path("data"), metrics_root: Path = Path("metrics/train"),
          plots_root: Path = Path("plots/train"), runs_root: Path = Path("runs"),
+         selections_root: Path = Path("data/selections"),
          tracking: bool = True) -> dict[str, Any]:
     from fgpo.tracking import Tracker
 
@@ -131,7 +134,7 @@ def main(method: str, reasoner: str, benchmark: str, params: Path = DEFAULT_PARA
     baselines = {f"baseline/{k}": v for k, v in table_stats(run_data.table, group).items()
                  if k.startswith("test/")}
     table_md5 = file_md5(table_path(reasoner, benchmark, data / "reward_tables"))
-    results, curves = [], []
+    results, curves, selections = [], [], []
     for seed in cfg.seeds:
         out_dir = runs_root / method / reasoner / benchmark / f"seed{seed}"
         ckpt = out_dir / "checkpoint.pt"
@@ -160,6 +163,7 @@ def main(method: str, reasoner: str, benchmark: str, params: Path = DEFAULT_PARA
         result.final.update(baselines)
         results.append(result)
         curves.append(pd.DataFrame(result.history).assign(seed=seed))
+        selections.append(result.selections.assign(seed=seed))
         out_dir.mkdir(parents=True, exist_ok=True)
         result.selections.to_parquet(out_dir / "test_selections.parquet", index=False)
         result.policy.save_adapter(out_dir / "adapter")
@@ -181,4 +185,6 @@ def main(method: str, reasoner: str, benchmark: str, params: Path = DEFAULT_PARA
     path = plots_root / method / reasoner / f"{benchmark}.csv"
     path.parent.mkdir(parents=True, exist_ok=True)
     atomic_write_text(plot.to_csv(index=False), path)
+    atomic_write_parquet(pd.concat(selections, ignore_index=True),
+                         selections_root / method / reasoner / f"{benchmark}.parquet")
     return summary
