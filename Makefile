@@ -19,9 +19,10 @@ $(STAMP): pyproject.toml
 
 install: $(STAMP)
 
-## Reproduce the pipeline on the embedded default, then regenerate the README tables.
+## Reproduce the pipeline on the embedded default (timed: reports/repro_time.json), then
+## regenerate the README's tables and results from its outputs.
 run: install
-	$(BIN)/dvc repro
+	$(BIN)/python bench/time_repro.py
 	$(BIN)/fgpo readme
 
 ## Tests (slow end-to-end checks included when FGPO_SLOW=1 or CI=true).
@@ -32,6 +33,7 @@ bench: install
 	$(BIN)/python bench/bench_tools.py
 	$(BIN)/python bench/bench_reward_tables.py
 	$(BIN)/python bench/bench_train.py
+	$(BIN)/python bench/summarize.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache

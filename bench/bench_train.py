@@ -5,8 +5,13 @@ In one run, with medians over repeats:
     amortised), same MiniLM + LoRA policy, same batch;
   * the exact-enumeration overhead: for K = 4..10, the subset head + FGPO loss (forward and
     backward over all 2^K subsets) timed against the backbone forward/backward of the same
-    batch; the ratio at K = 6 is the number to watch (target: under about 10%).
-Writes reports/bench_train.json. Usage: python bench/bench_train.py [--batch 16] [--repeats 5]
+    batch; the ratio at K = 6 is the number to watch (target: under about 10%);
+  * wall time to a target validation accuracy: both methods trained as the train stage trains
+    them (params.yaml `train`, the pipeline's reward table of --setting), target = the best
+    validation accuracy both reach; seconds from the first step to the first validation point at
+    or above it (median over --target-repeats). Skipped when the table is not built yet.
+Writes reports/bench_train.json.
+Usage: python bench/bench_train.py [--batch 16] [--repeats 5] [--setting careful_expert/genomeqa]
 """
 
 from __future__ import annotations
@@ -38,10 +43,64 @@ def timed(fn, repeats: int) -> float:
     return statistics.median(times)
 
 
+class Clock:
+    """A tracker for train_run that timestamps every validation point (from step 0's log)."""
+
+    run_id = None
+
+    def __init__(self) -> None:
+        self.t0: float | None = None
+        self.points: list[tuple[int, float, float]] = []
+
+    def log_metrics(self, metrics: dict[str, float], step: int) -> None:
+        now = time.perf_counter()
+        self.t0 = now if self.t0 is None else self.t0
+        if "val/accuracy" in metrics:
+            self.points.append((step, now - self.t0, metrics["val/accuracy"]))
+
+
+def time_to_target(setting: str, repeats: int) -> dict | None:
+    """Median seconds for FGPO and GRPO to reach the validation accuracy both reach."""
+    from fgpo.config import load_section
+    from fgpo.tools import ToolsConfig
+    from fgpo.train.config import TrainConfig
+    from fgpo.train.loop import train_run
+    from fgpo.train.stage import load_run_data
+    reasoner, benchmark = setting.split("/")
+    try:
+        data = load_run_data(reasoner, benchmark, load_section(ToolsConfig, "tools"))
+    except Exception as exc:  # noqa: BLE001 - the pipeline has not built this table
+        print(f"time to target skipped: {exc}")
+        return None
+    cfg = load_section(TrainConfig, "train")
+    runs: dict[str, list[Clock]] = {"fgpo": [], "grpo": []}
+    for _ in range(repeats):
+        for method in runs:
+            clock = Clock()
+            train_run(method, cfg, data, cfg.seeds[0], clock, progress=False)
+            runs[method].append(clock)
+    target = min(max(a for _, _, a in runs[m][0].points) for m in runs)
+    out = {"setting": setting, "steps": cfg.steps, "target_val_accuracy": target}
+    for method, clocks in runs.items():
+        hits = [next((s, t) for s, t, a in c.points if a >= target - 1e-9) for c in clocks]
+        out[f"{method}_step_to_target"] = hits[0][0]
+        out[f"{method}_s_to_target"] = statistics.median(t for _, t in hits)
+        out[f"{method}_s_total"] = statistics.median(c.points[-1][1] for c in clocks)
+    informative = out["fgpo_step_to_target"] > 0 and out["grpo_step_to_target"] > 0
+    out["grpo_over_fgpo_to_target"] = (out["grpo_s_to_target"] / out["fgpo_s_to_target"]
+                                       if informative else None)  # None: no learning needed
+    print(f"to val accuracy {target:.3f} on {setting}: FGPO {out['fgpo_s_to_target']:.1f}s "
+          f"(step {out['fgpo_step_to_target']}), GRPO {out['grpo_s_to_target']:.1f}s "
+          f"(step {out['grpo_step_to_target']})")
+    return out
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--batch", type=int, default=16)
     ap.add_argument("--repeats", type=int, default=5)
+    ap.add_argument("--setting", default="careful_expert/genomeqa", help="reasoner/benchmark")
+    ap.add_argument("--target-repeats", type=int, default=3)
     ap.add_argument("--out", type=Path, default=Path("reports/bench_train.json"))
     args = ap.parse_args()
     torch.set_num_threads(2)
@@ -114,6 +173,7 @@ def main() -> None:
                   f"{100 * t_head / t_backbone:5.1f}% of the backbone fwd/bwd "
                   f"({1000 * t_backbone:.0f} ms)")
     report.update({"backbone_s_per_step": t_backbone, "enumeration_vs_K": rows})
+    report["time_to_target"] = time_to_target(args.setting, args.target_repeats)
     atomic_write_text(json.dumps(report, indent=2) + "\n", args.out)
     print(f"wrote {args.out}")
 

@@ -105,6 +105,14 @@ def test_dvc_repro_is_incremental(tmp_path):
     for name in BENCHMARKS:
         assert f"Running stage 'prepare@{name}'" in first
         assert f"Running stage 'tools@{name}'" in first
+    # the report stage closes the pipeline: summary, figures, metrics and MLflow run links
+    summary = (work / "reports/summary.md").read_text()
+    assert "FGPO wins" in summary and "| careful_expert | seqcalc |" in summary
+    for name in ("accuracy_vs_reward_evals", "zero_signal_vs_step", "family_accuracy",
+                 "subset_choice"):
+        assert (work / f"reports/figures/{name}.png").stat().st_size > 5000, name
+    assert json.loads((work / "metrics/summary.json").read_text())["overall/settings"] == 3
+    assert "compare-runs" in (work / "reports/mlflow_runs.md").read_text()
     second = _dvc("repro", cwd=work)
     assert "Running stage" not in second
     assert "up to date" in _dvc("status", cwd=work)
@@ -116,8 +124,8 @@ def test_dvc_repro_is_incremental(tmp_path):
     reasoners = params["reward_table"]["build"]
     assert ran == {"prepare@seqcalc", "tools@seqcalc"} | {
         f"{stage}@{r}-seqcalc" for r in reasoners for stage in ("reward_table", "table_stats")
-    } | {f"train@{m}-{r}-seqcalc" for m in params["train"]["methods"] for r in reasoners}
-
+    } | {f"train@{m}-{r}-seqcalc" for m in params["train"]["methods"] for r in reasoners} | {
+        "report"}
 
 def test_train_stage_logs_a_complete_mlflow_run(tmp_path):
     """`fgpo train` as DVC calls it: MLflow run with tags, params, step and final metrics and
@@ -160,7 +168,12 @@ def test_train_stage_logs_a_complete_mlflow_run(tmp_path):
     assert fgpo_m["budget/reward_evals"] == fgpo_m["budget/table_cells_train"]
     assert grpo["budget/reward_evals"] == 1 * 4 * 8  # one sampled batch of 4 questions x G=8
     curve = pd.read_csv(tmp_path / "plots/train/grpo/careful_expert/genomeqa.csv")
-    assert {"step", "train_reward_evals", "val_accuracy", "train_zero_signal_frac"} <= set(curve)
+    assert {"step", "train_reward_evals", "val_accuracy", "train_zero_signal_frac",
+            "train_questions_seen"} <= set(curve)
+    sel = pd.read_parquet(tmp_path / "data/selections/fgpo/careful_expert/genomeqa.parquet")
+    bench = pd.read_parquet(tmp_path / "data/benchmarks/genomeqa.parquet")
+    assert sorted(sel.question_id) == sorted(bench.loc[bench.split == "test", "id"])
+    assert {"family", "mask", "tools", "n_tools", "correct", "reward", "seed"} <= set(sel)
 
 
 def test_train_refuses_a_missing_table_before_training(tmp_path):

@@ -182,6 +182,22 @@ def import_collection(
 
 
 @app.command()
+def report(params: Path = PARAMS, data: Path = typer.Option(Path("data")),
+           metrics: Path = typer.Option(Path("metrics")), plots: Path = typer.Option(Path("plots")),
+           out: Path = typer.Option(Path("reports")),
+           no_mlflow: bool = typer.Option(False, help="skip the MLflow run links")) -> None:
+    """FGPO vs GRPO across all settings -> reports/summary.md, figures, metrics/summary.json."""
+    from fgpo.report import stage
+    from fgpo.report.summary import outcome_line
+    try:
+        overall = stage.main(params, data, metrics, plots, out, tracking=not no_mlflow)
+    except InputError as exc:
+        _fail(exc)
+    typer.echo(outcome_line(overall))
+    typer.echo(f"wrote {out / 'summary.md'}, {out / 'figures'}, {metrics / 'summary.json'}")
+
+
+@app.command()
 def readme(params: Path = PARAMS, path: Path = typer.Option(Path("README.md")),
            bench_dir: Path = typer.Option(Path("data/benchmarks"))) -> None:
     """Regenerate the README's generated tables from the pipeline's outputs."""

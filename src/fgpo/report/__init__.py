@@ -1,1 +1,2 @@
-"""Reports: generated README tables (and, later, the FGPO vs GRPO comparison)."""
+"""Reports: the FGPO vs GRPO comparison (`summary`, `figures`, the `report` stage) and the
+README's generated sections (`readme`)."""

@@ -1,0 +1,143 @@
+"""The report's PNG figures, drawn from numbers `summary.py` already computed."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+
+from fgpo.report.summary import METHODS, SettingData, mean_curve, subset_label  # noqa: E402
+
+STYLE = {"fgpo": {"ls": "-", "marker": "o"}, "grpo": {"ls": "--", "marker": "s"}}
+
+
+def _save(fig: plt.Figure, path: Path) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp")
+    fig.savefig(tmp, dpi=100, format="png", metadata={"Software": None})
+    plt.close(fig)
+    tmp.replace(path)
+    return path
+
+
+def _panels(benchmarks: list[str], height: float = 3.6) -> tuple[plt.Figure, dict]:
+    fig, axes = plt.subplots(1, len(benchmarks), figsize=(5.2 * len(benchmarks), height),
+                             squeeze=False)
+    return fig, dict(zip(benchmarks, axes[0]))
+
+
+def accuracy_vs_evals(settings: list[SettingData], path: Path) -> Path:
+    """Validation accuracy against reward evaluations, one panel per benchmark.
+
+    GRPO's x is its on-demand evaluations; FGPO's is the table rows of the questions it has
+    drawn so far x 2^K (what a lazily built table costs); the dotted line is the whole train
+    table that FGPO actually reads (paid once, before step 1).
+    """
+    benchmarks = sorted({s.benchmark for s in settings})
+    reasoners = sorted({s.reasoner for s in settings})
+    colors = dict(zip(reasoners, plt.cm.tab10.colors))
+    fig, ax = _panels(benchmarks)
+    for s in settings:
+        n_sub = s.test.correct.shape[1]
+        for m in METHODS:
+            c = mean_curve(s.curves[m]).dropna(subset=["val_accuracy"])
+            x = c["train_questions_seen"] * n_sub if m == "fgpo" else c["train_reward_evals"]
+            ax[s.benchmark].plot(x, c["val_accuracy"], color=colors[s.reasoner], ms=3,
+                                 label=f"{s.reasoner} {m.upper()}", **STYLE[m])
+        ax[s.benchmark].axvline(s.metrics["fgpo"]["budget/table_cells_train"], color="grey",
+                                ls=":", lw=1)
+    right = 2 * max(s.metrics["fgpo"]["budget/table_cells_train"] for s in settings)
+    for b, a in ax.items():
+        a.set(title=b, xlabel="reward evaluations (linear to 1000, then log)",
+              ylabel="validation accuracy")
+        a.set_xscale("symlog", linthresh=1000)
+        a.set_xlim(0, right)
+        a.grid(alpha=0.3)
+    handles, labels = next(iter(ax.values())).get_legend_handles_labels()
+    fig.legend(handles, labels, loc="lower center", ncol=min(5, len(labels)), fontsize=7,
+               frameon=False)
+    fig.suptitle("Validation accuracy vs reward evaluations (solid FGPO: table rows seen x 2^K; "
+                 "dashed GRPO: on-demand; dotted: FGPO's train table)", fontsize=9)
+    fig.tight_layout(rect=(0, 0.12 if len(labels) > 5 else 0.08, 1, 1))
+    return _save(fig, path)
+
+
+def zero_signal_vs_step(settings: list[SettingData], path: Path, smooth: int = 5) -> Path:
+    """Share of batch questions whose sampled GRPO group had equal rewards, per step (rolling
+    mean over `smooth` steps); FGPO's counterpart counts truly constant reward rows."""
+    benchmarks = sorted({s.benchmark for s in settings})
+    reasoners = sorted({s.reasoner for s in settings})
+    colors = dict(zip(reasoners, plt.cm.tab10.colors))
+    fig, ax = _panels(benchmarks)
+    for s in settings:
+        for m in METHODS:
+            c = mean_curve(s.curves[m]).dropna(subset=["train_zero_signal_frac"])
+            y = c["train_zero_signal_frac"].rolling(smooth, min_periods=1).mean()
+            ax[s.benchmark].plot(c["step"], y, color=colors[s.reasoner], lw=1.2,
+                                 ls=STYLE[m]["ls"], label=f"{s.reasoner} {m.upper()}")
+    for b, a in ax.items():
+        uniform = np.mean([s.table_stats["table/uniform_zero_signal_frac"] for s in settings
+                           if s.benchmark == b])
+        a.axhline(uniform, color="black", lw=0.8, ls=":")
+        a.set(title=b, xlabel="optimiser step", ylabel="zero-signal fraction", ylim=(-0.02, 1.02))
+        a.grid(alpha=0.3)
+    handles, labels = next(iter(ax.values())).get_legend_handles_labels()
+    fig.legend(handles, labels, loc="lower center", ncol=min(5, len(labels)), fontsize=7,
+               frameon=False)
+    fig.suptitle("Zero-signal fraction per step (dashed GRPO, solid FGPO; dotted: uniform "
+                 "policy, exact)", fontsize=9)
+    fig.tight_layout(rect=(0, 0.12 if len(labels) > 5 else 0.08, 1, 1))
+    return _save(fig, path)
+
+
+def family_accuracy(fam: pd.DataFrame, path: Path) -> Path:
+    """Per-family test accuracy bars (mean over reasoners), one panel per benchmark."""
+    cols = {"fgpo": "FGPO", "grpo": "GRPO", "no_tools": "no tools", "best_fixed": "best fixed",
+            "oracle": "oracle"}
+    mean = fam.groupby(["benchmark", "family"], sort=True)[list(cols)].mean().reset_index()
+    benchmarks = sorted(mean.benchmark.unique())
+    fig, ax = _panels(benchmarks, height=3.8)
+    width = 0.8 / len(cols)
+    for b, a in ax.items():
+        sub = mean[mean.benchmark == b]
+        x = np.arange(len(sub))
+        for i, (c, label) in enumerate(cols.items()):
+            a.bar(x + (i - (len(cols) - 1) / 2) * width, sub[c], width, label=label)
+        a.set_xticks(x, sub.family, rotation=30, ha="right", fontsize=8)
+        a.set(title=b, ylabel="test accuracy", ylim=(0, 1.05))
+        a.grid(axis="y", alpha=0.3)
+    handles, labels = next(iter(ax.values())).get_legend_handles_labels()
+    fig.legend(handles, labels, loc="lower center", ncol=len(cols), fontsize=8, frameon=False)
+    fig.suptitle("Per-family test accuracy, mean over reasoners", fontsize=9)
+    fig.tight_layout(rect=(0, 0.07, 1, 1))
+    return _save(fig, path)
+
+
+def subset_heatmaps(choices: dict[str, dict[str, pd.DataFrame]], tool_names: list[str],
+                    reasoner: str, path: Path) -> Path:
+    """Family x subset share of greedy test choices: a row per benchmark, a column per method."""
+    benchmarks = sorted(choices)
+    fig, axes = plt.subplots(len(benchmarks), len(METHODS), squeeze=False,
+                             figsize=(6.2 * len(METHODS), 2.9 * len(benchmarks)))
+    for i, b in enumerate(benchmarks):
+        for j, m in enumerate(METHODS):
+            share, a = choices[b][m], axes[i][j]
+            a.imshow(share.to_numpy(), cmap="viridis", vmin=0, vmax=1, aspect="auto")
+            a.set_xticks(range(share.shape[1]),
+                         [subset_label(int(k), tool_names) for k in share.columns],
+                         rotation=40, ha="right", fontsize=6)
+            a.set_yticks(range(share.shape[0]), share.index, fontsize=7)
+            for (r, c), v in np.ndenumerate(share.to_numpy()):
+                if v >= 0.05:
+                    a.text(c, r, f"{v:.2f}", ha="center", va="center", fontsize=5,
+                           color="white" if v < 0.6 else "black")
+            a.set_title(f"{b}: {m.upper()}", fontsize=9)
+    fig.suptitle(f"Greedy subset per test question, share of each family ({reasoner})",
+                 fontsize=9)
+    fig.tight_layout()
+    return _save(fig, path)

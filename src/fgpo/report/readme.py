@@ -14,7 +14,6 @@ from fgpo.errors import InputError
 from fgpo.rewards.table import RewardTableConfig
 from fgpo.seqio import atomic_write_text
 from fgpo.tools import TOOL_REGISTRY, ToolsConfig
-from fgpo.train.config import TrainConfig
 
 
 def evidence_map() -> dict[str, dict[str, list[str]]]:
@@ -59,38 +58,22 @@ def reward_table_stats(metrics_dir: Path, reasoners: list[str]) -> str:
     return "\n".join(lines)
 
 
-def training_table(metrics_dir: Path, plots_dir: Path, reasoners: list[str],
-                   methods: list[str]) -> str:
-    """Markdown: FGPO vs GRPO per setting at equal optimiser steps, from the train metrics."""
-    lines = ["| reasoner | benchmark | FGPO test acc | GRPO test acc | FGPO - GRPO | tools/q "
-             "FGPO / GRPO | best fixed / oracle | GRPO zero-signal: first -> last 10 steps | "
-             "reward evals FGPO / GRPO (distinct) |", "|---|---|---:|---:|---:|---|---|---|---|"]
-    wins = ties = losses = 0
-    for r in reasoners:
-        for b in BENCHMARKS:
-            m = {}
-            for meth in methods:
-                path = metrics_dir / meth / r / f"{b}.json"
-                if not path.exists():
-                    raise InputError("training metrics missing: run `dvc repro`", file=str(path))
-                m[meth] = json.loads(path.read_text())
-            f, g = m["fgpo"], m["grpo"]
-            curve = pd.read_csv(plots_dir / "grpo" / r / f"{b}.csv")
-            zs = curve.dropna(subset=["train_zero_signal_frac"])["train_zero_signal_frac"]
-            diff = f["test/accuracy"] - g["test/accuracy"]
-            wins, ties, losses = (wins + (diff > 1e-9), ties + (abs(diff) <= 1e-9),
-                                  losses + (diff < -1e-9))
-            lines.append(
-                f"| {r} | {b} | {f['test/accuracy']:.3f} | {g['test/accuracy']:.3f} | "
-                f"{100 * diff:+.1f} pt | {f['test/tools_per_question']:.2f} / "
-                f"{g['test/tools_per_question']:.2f} | {f['baseline/test/best_fixed_accuracy']:.3f}"
-                f" / {f['baseline/test/oracle_accuracy']:.3f} | {zs.head(10).mean():.2f} -> "
-                f"{zs.tail(10).mean():.2f} | {f['budget/reward_evals']:.0f} / "
-                f"{g['budget/reward_evals']:.0f} ({g['budget/reward_evals_unique']:.0f}) |")
-    lines.append("")
-    lines.append(f"FGPO wins {wins}, ties {ties}, loses {losses} of {wins + ties + losses} "
-                 "settings on test accuracy (one seed each; `train.seeds` adds more).")
-    return "\n".join(lines)
+README_SECTIONS = ("What ran", "Paper vs this run", "Test accuracy per setting",
+                   "Reward-evaluation budgets", "Tools per question", "Zero-signal fraction",
+                   "Figures")
+
+
+def results_block(summary_md: str) -> str:
+    """The README's results: sections of reports/summary.md copied verbatim (headings one level
+    down, figure paths made relative to the repository root), so every number matches."""
+    from fgpo.report.summary import sections
+    secs = sections(summary_md)
+    missing = [t for t in README_SECTIONS if t not in secs]
+    if missing:
+        raise InputError(f"report lacks section(s) {missing}; rerun `dvc repro report`",
+                         file="reports/summary.md")
+    body = "\n\n".join(f"### {t}\n\n{secs[t]}" for t in README_SECTIONS)
+    return body.replace("](figures/", "](reports/figures/")
 
 
 def tools_table(tools_cfg: ToolsConfig) -> str:
@@ -119,8 +102,7 @@ def update_readme(path: Path, params: Path, bench_dir: Path,
     text = replace_block(text, "benchmarks", benchmark_table(bench_dir, tools_cfg))
     reward_cfg = load_section(RewardTableConfig, "reward_table", params)
     text = replace_block(text, "reward_tables", reward_table_stats(metrics_dir, reward_cfg.build))
-    train_cfg = load_section(TrainConfig, "train", params)
-    if sorted(train_cfg.methods) == ["fgpo", "grpo"]:
-        text = replace_block(text, "training", training_table(
-            Path("metrics/train"), Path("plots/train"), reward_cfg.build, train_cfg.methods))
+    summary = Path("reports/summary.md")
+    if summary.exists():
+        text = replace_block(text, "results", results_block(summary.read_text()))
     atomic_write_text(text, path)

@@ -1,0 +1,206 @@
+"""DVC stage `report`: FGPO vs GRPO across every (reasoner, benchmark) setting.
+
+Reads the train stage's metrics, curves and test selections and the reward tables; writes
+reports/summary.md, reports/figures/*.png and metrics/summary.json (all versioned), plus
+reports/mlflow_runs.md: the same settings table with each row linked to its MLflow runs, read from
+the local tracking store (not a DVC output: run ids differ on every machine). The overall numbers,
+summary and figures are also logged as an MLflow run tagged `kind=report`.
+"""
+
+from __future__ import annotations
+
+import json
+import warnings
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote
+
+import pandas as pd
+
+from fgpo.benchmarks import BENCHMARKS, evidence
+from fgpo.benchmarks.config import PrepareConfig
+from fgpo.config import DEFAULT_PARAMS, load_section
+from fgpo.errors import InputError
+from fgpo.report import figures
+from fgpo.report.summary import (METHODS, ReportConfig, SettingData, SplitTable, family_accuracy,
+                                 overall_numbers, render_summary, setting_numbers,
+                                 settings_table, subset_choice, summary_metrics)
+from fgpo.rewards.stage import table_path
+from fgpo.rewards.table import RewardTableConfig, load_reward_table
+from fgpo.seqio import atomic_write_text
+from fgpo.tools import ToolsConfig
+from fgpo.train.config import TrainConfig
+
+FIGURES = {"Validation accuracy vs reward evaluations": "figures/accuracy_vs_reward_evals.png",
+           "Zero-signal fraction vs step": "figures/zero_signal_vs_step.png",
+           "Per-family test accuracy": "figures/family_accuracy.png",
+           "Subset choice per family": "figures/subset_choice.png"}
+
+
+def _read(path: Path, what: str) -> Any:
+    if not path.exists():
+        raise InputError(f"{what} missing: run `dvc repro` first", file=str(path))
+    if path.suffix == ".json":
+        return json.loads(path.read_text())
+    return pd.read_csv(path) if path.suffix == ".csv" else pd.read_parquet(path)
+
+
+def load_setting(reasoner: str, benchmark: str, tools_cfg: ToolsConfig, data: Path,
+                 metrics: Path, plots: Path) -> SettingData:
+    """One setting's train outputs (both methods) and the test split of its reward table."""
+    table = load_reward_table(table_path(reasoner, benchmark, data / "reward_tables"), tools_cfg)
+    stats = _read(metrics / "reward_tables" / reasoner / f"{benchmark}.json", "table stats")
+    test = table.split("test")
+    return SettingData(
+        reasoner=reasoner, benchmark=benchmark,
+        metrics={m: _read(metrics / "train" / m / reasoner / f"{benchmark}.json",
+                          "train metrics") for m in METHODS},
+        curves={m: _read(plots / "train" / m / reasoner / f"{benchmark}.csv", "train curve")
+                for m in METHODS},
+        selections={m: _read(data / "selections" / m / reasoner / f"{benchmark}.parquet",
+                             "test selections") for m in METHODS},
+        table_stats=stats,
+        test=SplitTable(families=table.families[test], correct=table.correct[test],
+                       reward=table.reward[test], n_tools=table.n_tools,
+                       best_fixed_mask=int(stats["table/best_fixed_mask"])))
+
+
+def what_ran(params: Path) -> str:
+    """What the default pipeline ran, from params.yaml, set against what the paper ran."""
+    prepare = load_section(PrepareConfig, "prepare", params)
+    tools = load_section(ToolsConfig, "tools", params)
+    reward = load_section(RewardTableConfig, "reward_table", params)
+    train = load_section(TrainConfig, "train", params)
+    backends = {reward.spec(r).backend for r in reward.build}
+    if backends == {"rule"}:
+        reasoners = (f"{len(reward.build)} embedded rule-based reasoner profiles "
+                     f"({', '.join(reward.build)}): deterministic programs that read the evidence a "
+                     "prompt would carry and differ in strength; no LLM ran. The paper used five "
+                     "frozen LLM reasoners")
+    else:
+        reasoners = f"{len(reward.build)} reasoners ({', '.join(reward.build)})"
+    benches = []
+    for b in BENCHMARKS:
+        cfg = getattr(prepare, b)
+        split = "/".join(f"{100 * x:.0f}" for x in cfg.split)
+        benches.append(f"{b} ({cfg.n_questions} questions, {len(evidence(b))} families, "
+                       f"train/val/test {split}%)")
+    p = train.policy
+    layers = f"layers {p.lora_layers}" if p.lora_layers else "all layers"
+    return "\n".join([
+        f"- **Reasoners**: {reasoners}.",
+        f"- **Benchmarks**: {', '.join(benches)}, generated offline from JASPAR matrices, splice "
+        "consensus and organism composition models. The paper used GenomeQA "
+        "(5,200 real sequence questions) and two further genomic benchmarks.",
+        f"- **Tools**: K = {len(tools.names)} ({', '.join(tools.names)}), so 2^K = "
+        f"{2 ** len(tools.names)} subsets; reward = correct − {reward.tool_cost} × tools.",
+        f"- **Policy**: `{p.kind}` on `{p.backbone}` + LoRA r = {p.lora_r} on "
+        f"{', '.join(p.lora_target_modules)} of {layers}, `{p.head}` head; KL β = {train.beta} "
+        f"to the `{p.reference}` reference. The paper trained LLM-sized policies on GPUs.",
+        f"- **Training**: {train.steps} optimiser steps of {train.batch_size} questions for both "
+        f"methods, seeds {train.seeds}; GRPO with G = {train.grpo.group_size}, μ = "
+        f"{train.grpo.inner_epochs}, clip {train.grpo.clip_eps}. Both read the same reward table; "
+        "GRPO's lookups are counted as the reasoner calls an on-demand schedule makes.",
+    ])
+
+
+def mlflow_links(rows: list[dict[str, Any]], cfg: ReportConfig,
+                 table_md5: dict[str, str]) -> tuple[dict[str, str], str]:
+    """Per setting, markdown links to its runs in the MLflow UI, from the local store."""
+    from fgpo.tracking.mlflow_run import MLRUNS, default_tracking_uri
+    uri = default_tracking_uri()
+    if uri.startswith("sqlite:///") and not (MLRUNS / "mlflow.db").exists():
+        return {}, f"No tracking store at {uri}: the train stage ran without MLflow."
+    try:
+        from mlflow.tracking import MlflowClient
+        from fgpo.train.stage import EXPERIMENT
+        client = MlflowClient(uri)
+        exp = client.get_experiment_by_name(EXPERIMENT)
+        if exp is None:
+            return {}, f"No experiment {EXPERIMENT!r} in {uri}."
+        ui, links = cfg.mlflow_ui.rstrip("/"), {}
+        for r in rows:
+            setting = f"{r['reasoner']}/{r['benchmark']}"
+            ids = {}
+            for m in METHODS:
+                runs = client.search_runs(
+                    [exp.experiment_id], order_by=["attributes.start_time DESC"],
+                    filter_string=f"tags.method = '{m}' and tags.setting = '{setting}' and "
+                                  f"tags.table_md5 = '{table_md5[setting]}' and "
+                                  "attributes.status = 'FINISHED'")
+                latest: dict[str, str] = {}
+                for run in runs:  # newest first: the latest finished run of every seed
+                    latest.setdefault(run.data.tags.get("seed", "?"), run.info.run_id)
+                ids[m] = [latest[s] for s in sorted(latest)]
+            parts = [f"[{m.upper()} s{i}]({ui}/#/experiments/{exp.experiment_id}/runs/{rid})"
+                     for m in METHODS for i, rid in enumerate(ids[m])]
+            every = [rid for m in METHODS for rid in ids[m]]
+            if every:
+                q = quote(json.dumps(every, separators=(",", ":")))
+                e = quote(json.dumps([exp.experiment_id]))
+                parts.append(f"[compare]({ui}/#/compare-runs?runs={q}&experiments={e})")
+            links[setting] = " · ".join(parts) or "no finished run"
+        return links, f"Tracking store: `{uri}`, experiment `{EXPERIMENT}` (id {exp.experiment_id})."
+    except Exception as exc:  # a missing or unreachable store must not fail the report
+        warnings.warn(f"MLflow lookup failed: {exc}", stacklevel=1)
+        return {}, f"MLflow lookup failed ({type(exc).__name__}: {exc})."
+
+
+def main(params: Path = DEFAULT_PARAMS, data: Path = Path("data"),
+         metrics: Path = Path("metrics"), plots: Path = Path("plots"),
+         out: Path = Path("reports"), tracking: bool = True) -> dict[str, Any]:
+    from fgpo.train.stage import file_md5
+    cfg = load_section(ReportConfig, "report", params)
+    tools_cfg = load_section(ToolsConfig, "tools", params)
+    reasoners = load_section(RewardTableConfig, "reward_table", params).build
+    methods = load_section(TrainConfig, "train", params).methods
+    if sorted(methods) != sorted(METHODS):
+        raise InputError("the report compares fgpo with grpo: train.methods must list both",
+                         file=str(params), field="train.methods")
+    if cfg.heatmap_reasoner not in reasoners:
+        raise InputError(f"heatmap_reasoner {cfg.heatmap_reasoner!r} is not in "
+                         f"reward_table.build {reasoners}", file=str(params),
+                         field="report.heatmap_reasoner")
+    settings = [load_setting(r, b, tools_cfg, data, metrics, plots)
+                for r in reasoners for b in BENCHMARKS]
+    rows = [setting_numbers(s, cfg) for s in settings]
+    overall = overall_numbers(rows)
+    fam = pd.concat([family_accuracy(s) for s in settings], ignore_index=True)
+    choices = {s.benchmark: subset_choice(s, cfg.heatmap_top_subsets) for s in settings
+               if s.reasoner == cfg.heatmap_reasoner}
+    # ---- figures, then the markdown that embeds them -----------------------------------------
+    draw = [lambda p: figures.accuracy_vs_evals(settings, p),
+            lambda p: figures.zero_signal_vs_step(settings, p),
+            lambda p: figures.family_accuracy(fam, p),
+            lambda p: figures.subset_heatmaps(choices, tools_cfg.names, cfg.heatmap_reasoner, p)]
+    for fn, rel in zip(draw, FIGURES.values()):
+        fn(out / rel)
+    summary = render_summary(rows, overall, fam, what_ran(params), FIGURES, cfg)
+    atomic_write_text(summary, out / "summary.md")
+    atomic_write_text(json.dumps(summary_metrics(rows, overall), indent=1) + "\n",
+                      metrics / "summary.json")
+    # ---- machine-local: each row linked to its MLflow runs ----------------------------------
+    if tracking:
+        md5 = {s.name: file_md5(table_path(s.reasoner, s.benchmark, data / "reward_tables"))
+               for s in settings}
+        links, where = mlflow_links(rows, cfg, md5)
+        atomic_write_text("# MLflow runs of the comparison report\n\n" + where + "\n\n"
+                          + settings_table(rows, links) + "\n", out / "mlflow_runs.md")
+        if links:
+            log_report_run(overall, cfg, out)
+    return overall
+
+
+def log_report_run(overall: dict[str, Any], cfg: ReportConfig, out: Path) -> None:
+    """The report as an MLflow run too (tag kind=report): overall numbers, summary, figures."""
+    from dataclasses import asdict
+
+    from fgpo.tracking import Tracker
+    from fgpo.train.stage import EXPERIMENT, git_commit
+    tracker = Tracker(EXPERIMENT, "report", tags={"kind": "report", "git_commit": git_commit()},
+                      params={"report": asdict(cfg)})
+    tracker.log_metrics({k: v for k, v in overall.items() if isinstance(v, (int, float))
+                         and not isinstance(v, bool)}, 0)
+    tracker.log_artifact(out / "summary.md")
+    tracker.log_artifact(out / "figures", "figures")
+    tracker.end()

@@ -1,0 +1,106 @@
+"""Merge the bench scripts' results into reports/bench.json and a short reports/bench.md.
+
+Inputs (written by `make bench` in the same run): reports/bench_tools.json,
+reports/bench_reward_tables.json, reports/bench_train.json, and reports/repro_time.json (the
+whole default `dvc repro`, timed by `make run`; absent until a `make run` rebuilt something).
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+from pathlib import Path
+
+from fgpo.seqio import atomic_write_text
+
+REPORTS = Path("reports")
+
+
+def load(name: str) -> dict | None:
+    path = REPORTS / name
+    return json.loads(path.read_text()) if path.exists() else None
+
+
+def markdown(b: dict) -> str:
+    lines = ["# Benchmarks (`make bench`)", "",
+             f"One run on {b['machine']['cpus']} CPU(s), Python {b['machine']['python']}; "
+             "medians over repeats; ratios compare numbers measured in the same run.", ""]
+    t = b.get("train")
+    if t:
+        lines += ["## FGPO vs GRPO, same MiniLM + LoRA policy and batch", "",
+                  "| quantity | FGPO | GRPO | GRPO / FGPO |", "|---|---:|---:|---:|",
+                  f"| seconds per optimiser step (batch {t['batch']}) | "
+                  f"{t['fgpo_s_per_step']:.3f} | {t['grpo_s_per_step']:.3f} | "
+                  f"{t['grpo_over_fgpo']:.2f} |"]
+        tt = t.get("time_to_target")
+        if tt:
+            ratio = tt["grpo_over_fgpo_to_target"]
+            lines.append(
+                f"| seconds to val accuracy {tt['target_val_accuracy']:.3f} ({tt['setting']}; "
+                f"step FGPO {tt['fgpo_step_to_target']}, GRPO {tt['grpo_step_to_target']}) | "
+                f"{tt['fgpo_s_to_target']:.1f} | {tt['grpo_s_to_target']:.1f} | "
+                f"{'n/a' if ratio is None else f'{ratio:.2f}'} |")
+            lines.append(f"| seconds for all {tt['steps']} steps (validation included) | "
+                         f"{tt['fgpo_s_total']:.1f} | {tt['grpo_s_total']:.1f} | "
+                         f"{tt['grpo_s_total'] / tt['fgpo_s_total']:.2f} |")
+        lines += ["", "## Cost of exact enumeration vs K (head + FGPO loss, forward and "
+                  "backward, against the backbone's)", "",
+                  "| K | subsets | subset head ms | % of backbone | factorized head ms | "
+                  "% of backbone |", "|---:|---:|---:|---:|---:|---:|"]
+        by_k: dict[int, dict] = {}
+        for r in t["enumeration_vs_K"]:
+            by_k.setdefault(r["K"], {})[r["head"]] = r
+        for k, h in sorted(by_k.items()):
+            s, f = h["subset"], h["factorized"]
+            lines.append(f"| {k} | {s['subsets']} | {1000 * s['head_s']:.2f} | "
+                         f"{100 * s['over_backbone']:.1f}% | {1000 * f['head_s']:.2f} | "
+                         f"{100 * f['over_backbone']:.1f}% |")
+        lines.append(f"\nBackbone forward + backward: {1000 * t['backbone_s_per_step']:.0f} ms "
+                     f"per batch of {t['batch']}.")
+    rt = b.get("reward_tables")
+    if rt:
+        lines += ["", "## Reward-table build rate (rule reasoners, cells/s)", "",
+                  "| benchmark | " + " | ".join(sorted({r["profile"] for r in rt["rates"]}))
+                  + " |", "|---|" + "---:|" * len({r["profile"] for r in rt["rates"]})]
+        for bench in sorted({r["benchmark"] for r in rt["rates"]}):
+            rates = {r["profile"]: r["cells_per_s"] for r in rt["rates"]
+                     if r["benchmark"] == bench}
+            lines.append(f"| {bench} | " + " | ".join(f"{rates[p]:,}" for p in sorted(rates))
+                         + " |")
+        saved = statistics.median(r["fraction_saved"] for r in rt["prefix_cache"])
+        lines.append(f"\nPrompt characters a prefix cache (vLLM) can reuse: {100 * saved:.1f}% "
+                     "(median over benchmarks).")
+    tools = b.get("tools")
+    if tools:
+        lines += ["", f"## Tool outputs (questions/s; {tools['workers']} workers)", "",
+                  "| benchmark | serial | parallel | parallel / serial |",
+                  "|---|---:|---:|---:|"]
+        lines += [f"| {r['benchmark']} | {r['serial_q_per_s']} | {r['parallel_q_per_s']} | "
+                  f"{r['parallel_over_serial']} |" for r in tools["results"]]
+    rep = b.get("repro")
+    lines += ["", "## Whole default pipeline", ""]
+    if rep:
+        lines.append(f"`dvc repro` ({rep['stages_ran']} stages, {rep['train_stages_ran']} of them "
+                     f"training runs) took {rep['seconds'] / 60:.1f} min on {rep['machine']['cpus']}"
+                     f" CPU(s) (timed by `make run`, finished {rep['finished']}).")
+    else:
+        lines.append("Not timed yet: `make run` records it when it rebuilds the pipeline.")
+    return "\n".join(lines) + "\n"
+
+
+def main() -> None:
+    tools = load("bench_tools.json")
+    bench = {"machine": (tools or {}).get("machine") or {"cpus": None, "python": None},
+             "tools": tools, "reward_tables": load("bench_reward_tables.json"),
+             "train": load("bench_train.json"), "repro": load("repro_time.json")}
+    if bench["machine"]["cpus"] is None:
+        import os
+        import platform
+        bench["machine"] = {"cpus": os.cpu_count(), "python": platform.python_version()}
+    atomic_write_text(json.dumps(bench, indent=2) + "\n", REPORTS / "bench.json")
+    atomic_write_text(markdown(bench), REPORTS / "bench.md")
+    print(f"wrote {REPORTS / 'bench.json'} and {REPORTS / 'bench.md'}")
+
+
+if __name__ == "__main__":
+    main()
