@@ -77,7 +77,7 @@ def time_to_target(setting: str, repeats: int) -> dict | None:
     for _ in range(repeats):
         for method in runs:
             clock = Clock()
-            train_run(method, cfg, data, cfg.seeds[0], clock, progress=False)
+            train_run(method, cfg, data, cfg.seeds[0], clock)  # tqdm bar per run
             runs[method].append(clock)
     target = min(max(a for _, _, a in runs[m][0].points) for m in runs)
     out = {"setting": setting, "steps": cfg.steps, "target_val_accuracy": target}
