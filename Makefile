@@ -20,9 +20,10 @@ $(STAMP): pyproject.toml
 install: $(STAMP)
 
 ## Reproduce the pipeline on the embedded default (timed: reports/repro_time.json), then
-## regenerate the README's tables and results from its outputs.
+## link the report's rows to this machine's MLflow runs and regenerate the README from the outputs.
 run: install
 	$(BIN)/python bench/time_repro.py
+	$(BIN)/fgpo report --links-only
 	$(BIN)/fgpo readme
 
 ## Tests (slow end-to-end checks included when FGPO_SLOW=1 or CI=true).

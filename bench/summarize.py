@@ -80,8 +80,8 @@ def markdown(b: dict) -> str:
     rep = b.get("repro")
     lines += ["", "## Whole default pipeline", ""]
     if rep:
-        lines.append(f"`dvc repro` ({rep['stages_ran']} stages, {rep['train_stages_ran']} of them "
-                     f"training runs) took {rep['seconds'] / 60:.1f} min on {rep['machine']['cpus']}"
+        lines.append(f"`dvc repro` ({rep['stale_stages']} stale stages, "
+                     f"{rep['stale_train_stages']} of them training runs) took {rep['seconds'] / 60:.1f} min on {rep['machine']['cpus']}"
                      f" CPU(s) (timed by `make run`, finished {rep['finished']}).")
     else:
         lines.append("Not timed yet: `make run` records it when it rebuilds the pipeline.")

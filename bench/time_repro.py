@@ -1,7 +1,8 @@
 """`dvc repro` with its wall time recorded: reports/repro_time.json (what `make run` calls).
 
-Records the seconds, the stages that were stale before (`dvc status`) and the machine, so `make bench` can report the whole
-default pipeline's time without rerunning it. Exit status is dvc's.
+Records the seconds, the stages that were stale before it (`dvc status`) and the machine, so
+`make bench` can report the whole default pipeline's time without rerunning it. Exit status is
+dvc's.
 Usage: python bench/time_repro.py [dvc repro arguments...]
 """
 
@@ -30,12 +31,12 @@ def main() -> int:
     seconds = time.perf_counter() - t0
     if rc == 0 and ran:  # a no-op repro would overwrite a real timing with ~0 s
         atomic_write_text(json.dumps({
-            "seconds": round(seconds, 1), "stages_ran": len(ran),
-            "train_stages_ran": sum(s.startswith("train@") for s in ran),
+            "seconds": round(seconds, 1), "stale_stages": len(ran),
+            "stale_train_stages": sum(s.startswith("train@") for s in ran),
             "finished": datetime.now(timezone.utc).isoformat(timespec="seconds"),
             "machine": {"cpus": os.cpu_count(), "python": platform.python_version()},
         }, indent=2) + "\n", OUT)
-        print(f"dvc repro: {len(ran)} stages in {seconds / 60:.1f} min (-> {OUT})")
+        print(f"dvc repro: {len(ran)} stale stages in {seconds / 60:.1f} min (-> {OUT})")
     return rc
 
 

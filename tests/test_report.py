@@ -230,3 +230,28 @@ def test_readme_results_match_the_committed_report():
     assert set(NUMBER.findall(block.group(1))) <= report_numbers
     for rel in re.findall(r"\]\((reports/figures/[^)]+)\)", block.group(1)):
         assert (REPO / rel).stat().st_size > 0
+
+
+# ---- bad input ------------------------------------------------------------------------------
+
+def test_report_names_the_missing_input_and_bad_params(tmp_path):
+    import yaml
+
+    from fgpo.errors import InputError
+    from fgpo.report import stage
+    params = yaml.safe_load((REPO / "params.yaml").read_text())
+    path = tmp_path / "params.yaml"
+    path.write_text(yaml.safe_dump(params))
+    with pytest.raises(InputError) as exc:
+        stage.main(path, data=tmp_path / "data", metrics=tmp_path / "metrics",
+                   plots=tmp_path / "plots", out=tmp_path / "reports", tracking=False)
+    assert "careful_expert" in str(exc.value) and "genomeqa" in str(exc.value)
+    params["report"]["heatmap_reasoner"] = "nobody"
+    path.write_text(yaml.safe_dump(params))
+    with pytest.raises(InputError, match="report.heatmap_reasoner"):
+        stage.main(path, data=tmp_path / "data", tracking=False)
+    params["report"] = {"tie_margn": 0.01}   # typo
+    path.write_text(yaml.safe_dump(params))
+    with pytest.raises(InputError, match="tie_margn"):
+        stage.main(path, data=tmp_path / "data", tracking=False)
+    assert not (tmp_path / "reports").exists()

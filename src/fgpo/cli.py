@@ -185,16 +185,20 @@ def import_collection(
 def report(params: Path = PARAMS, data: Path = typer.Option(Path("data")),
            metrics: Path = typer.Option(Path("metrics")), plots: Path = typer.Option(Path("plots")),
            out: Path = typer.Option(Path("reports")),
-           no_mlflow: bool = typer.Option(False, help="skip the MLflow run links")) -> None:
+           no_mlflow: bool = typer.Option(False, help="skip the MLflow run links"),
+           links_only: bool = typer.Option(False, help="only rewrite reports/mlflow_runs.md")
+           ) -> None:
     """FGPO vs GRPO across all settings -> reports/summary.md, figures, metrics/summary.json."""
     from fgpo.report import stage
     from fgpo.report.summary import outcome_line
     try:
-        overall = stage.main(params, data, metrics, plots, out, tracking=not no_mlflow)
+        overall = stage.main(params, data, metrics, plots, out, tracking=not no_mlflow,
+                             links_only=links_only)
     except InputError as exc:
         _fail(exc)
     typer.echo(outcome_line(overall))
-    typer.echo(f"wrote {out / 'summary.md'}, {out / 'figures'}, {metrics / 'summary.json'}")
+    typer.echo(f"wrote {out / 'mlflow_runs.md'}" if links_only else
+               f"wrote {out / 'summary.md'}, {out / 'figures'}, {metrics / 'summary.json'}")
 
 
 @app.command()

@@ -148,8 +148,10 @@ def mlflow_links(rows: list[dict[str, Any]], cfg: ReportConfig,
 
 def main(params: Path = DEFAULT_PARAMS, data: Path = Path("data"),
          metrics: Path = Path("metrics"), plots: Path = Path("plots"),
-         out: Path = Path("reports"), tracking: bool = True) -> dict[str, Any]:
-    from fgpo.train.stage import file_md5
+         out: Path = Path("reports"), tracking: bool = True,
+         links_only: bool = False) -> dict[str, Any]:
+    """Build the report; `links_only` rewrites just reports/mlflow_runs.md (what `make run` does
+    after a `dvc repro` that found the report up to date, e.g. on a fresh clone)."""
     cfg = load_section(ReportConfig, "report", params)
     tools_cfg = load_section(ToolsConfig, "tools", params)
     reasoners = load_section(RewardTableConfig, "reward_table", params).build
@@ -166,6 +168,9 @@ def main(params: Path = DEFAULT_PARAMS, data: Path = Path("data"),
     rows = [setting_numbers(s, cfg) for s in settings]
     overall = overall_numbers(rows)
     fam = pd.concat([family_accuracy(s) for s in settings], ignore_index=True)
+    if links_only:
+        write_links(settings, rows, cfg, data, out)
+        return overall
     choices = {s.benchmark: subset_choice(s, cfg.heatmap_top_subsets) for s in settings
                if s.reasoner == cfg.heatmap_reasoner}
     # ---- figures, then the markdown that embeds them -----------------------------------------
@@ -180,15 +185,21 @@ def main(params: Path = DEFAULT_PARAMS, data: Path = Path("data"),
     atomic_write_text(json.dumps(summary_metrics(rows, overall), indent=1) + "\n",
                       metrics / "summary.json")
     # ---- machine-local: each row linked to its MLflow runs ----------------------------------
-    if tracking:
-        md5 = {s.name: file_md5(table_path(s.reasoner, s.benchmark, data / "reward_tables"))
-               for s in settings}
-        links, where = mlflow_links(rows, cfg, md5)
-        atomic_write_text("# MLflow runs of the comparison report\n\n" + where + "\n\n"
-                          + settings_table(rows, links) + "\n", out / "mlflow_runs.md")
-        if links:
-            log_report_run(overall, cfg, out)
+    if tracking and write_links(settings, rows, cfg, data, out):
+        log_report_run(overall, cfg, out)
     return overall
+
+
+def write_links(settings: list[SettingData], rows: list[dict[str, Any]], cfg: ReportConfig,
+                data: Path, out: Path) -> bool:
+    """reports/mlflow_runs.md: the settings table, each row linked to its runs. True if any."""
+    from fgpo.train.stage import file_md5
+    md5 = {s.name: file_md5(table_path(s.reasoner, s.benchmark, data / "reward_tables"))
+           for s in settings}
+    links, where = mlflow_links(rows, cfg, md5)
+    atomic_write_text("# MLflow runs of the comparison report\n\n" + where + "\n\n"
+                      + settings_table(rows, links) + "\n", out / "mlflow_runs.md")
+    return bool(links)
 
 
 def log_report_run(overall: dict[str, Any], cfg: ReportConfig, out: Path) -> None:
