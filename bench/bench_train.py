@@ -9,7 +9,10 @@ In one run, with medians over repeats:
   * wall time to a target validation accuracy: both methods trained as the train stage trains
     them (params.yaml `train`, the pipeline's reward table of --setting), target = the best
     validation accuracy both reach; seconds from the first step to the first validation point at
-    or above it (median over --target-repeats). Skipped when the table is not built yet.
+    or above it (median over --target-repeats). Skipped when the table is not built yet;
+  * the paper's budget question on --budget-setting: GRPO keeps training past the train stage's
+    horizon (up to --budget-table-multiple train tables' worth of on-demand evaluations) until it
+    reaches FGPO's best validation accuracy; its evaluations then, over FGPO's table cells.
 Writes reports/bench_train.json.
 Usage: python bench/bench_train.py [--batch 16] [--repeats 5] [--setting careful_expert/genomeqa]
 """
@@ -51,12 +54,14 @@ class Clock:
     def __init__(self) -> None:
         self.t0: float | None = None
         self.points: list[tuple[int, float, float]] = []
+        self.evals: list[float] = []   # train/reward_evals at each validation point
 
     def log_metrics(self, metrics: dict[str, float], step: int) -> None:
         now = time.perf_counter()
         self.t0 = now if self.t0 is None else self.t0
         if "val/accuracy" in metrics:
             self.points.append((step, now - self.t0, metrics["val/accuracy"]))
+            self.evals.append(metrics.get("train/reward_evals", 0.0))
 
 
 def time_to_target(setting: str, repeats: int) -> dict | None:
@@ -95,12 +100,60 @@ def time_to_target(setting: str, repeats: int) -> dict | None:
     return out
 
 
+def grpo_budget_to_fgpo(setting: str, table_multiple: float, eval_every: int) -> dict | None:
+    """On-demand evaluations GRPO needs to reach FGPO's best validation accuracy (the paper's
+    2.4x question): FGPO trains as the train stage does; GRPO keeps training, with the same
+    config but a horizon of `table_multiple` x the train table in evaluations."""
+    import math
+    from dataclasses import replace
+
+    from fgpo.config import load_section
+    from fgpo.tools import ToolsConfig
+    from fgpo.train.config import TrainConfig
+    from fgpo.train.loop import train_run
+    from fgpo.train.stage import load_run_data
+    reasoner, benchmark = setting.split("/")
+    try:
+        data = load_run_data(reasoner, benchmark, load_section(ToolsConfig, "tools"))
+    except Exception as exc:  # noqa: BLE001 - the pipeline has not built this table
+        print(f"GRPO budget run skipped: {exc}")
+        return None
+    cfg = load_section(TrainConfig, "train")
+    fgpo = Clock()
+    table = train_run("fgpo", cfg, data, cfg.seeds[0], fgpo).final["budget/table_cells_train"]
+    target = max(a for _, _, a in fgpo.points)
+    per_step = cfg.batch_size * cfg.grpo.group_size / cfg.grpo.inner_epochs
+    steps = math.ceil(table_multiple * table / per_step)
+    grpo = Clock()
+    train_run("grpo", replace(cfg, steps=steps, eval_every=eval_every, checkpoint_every=steps),
+              data, cfg.seeds[0], grpo)
+    hit = next((i for i, (_, _, a) in enumerate(grpo.points) if a >= target - 1e-9), None)
+    out = {"setting": setting, "fgpo_steps": cfg.steps, "fgpo_best_val_accuracy": target,
+           "fgpo_table_cells_train": table, "grpo_steps": steps,
+           "grpo_best_val_accuracy": max(a for _, _, a in grpo.points),
+           "grpo_step_to_fgpo_best": None if hit is None else grpo.points[hit][0],
+           "grpo_evals_to_fgpo_best": None if hit is None else grpo.evals[hit],
+           "grpo_evals_total": grpo.evals[-1]}
+    out["grpo_over_fgpo_table"] = (None if hit is None else out["grpo_evals_to_fgpo_best"] / table)
+    print(f"GRPO to FGPO's best val accuracy {target:.3f} on {setting}: " + (
+        f"{out['grpo_evals_to_fgpo_best']:.0f} evaluations = "
+        f"{out['grpo_over_fgpo_table']:.2f}x the train table" if hit is not None else
+        f"not reached in {steps} steps ({out['grpo_evals_total']:.0f} evaluations, best "
+        f"{out['grpo_best_val_accuracy']:.3f})"))
+    return out
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--batch", type=int, default=16)
     ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--setting", default="careful_expert/genomeqa", help="reasoner/benchmark")
     ap.add_argument("--target-repeats", type=int, default=3)
+    ap.add_argument("--budget-setting", default="first_block_anchored/genomeqa",
+                    help="reasoner/benchmark of the long GRPO run ('' skips it)")
+    ap.add_argument("--budget-table-multiple", type=float, default=1.5,
+                    help="the long GRPO run's horizon, in train tables' worth of evaluations")
+    ap.add_argument("--budget-eval-every", type=int, default=40)
     ap.add_argument("--out", type=Path, default=Path("reports/bench_train.json"))
     args = ap.parse_args()
     torch.set_num_threads(2)
@@ -174,6 +227,9 @@ def main() -> None:
                   f"({1000 * t_backbone:.0f} ms)")
     report.update({"backbone_s_per_step": t_backbone, "enumeration_vs_K": rows})
     report["time_to_target"] = time_to_target(args.setting, args.target_repeats)
+    report["grpo_budget_to_fgpo"] = (grpo_budget_to_fgpo(
+        args.budget_setting, args.budget_table_multiple, args.budget_eval_every)
+        if args.budget_setting else None)
     atomic_write_text(json.dumps(report, indent=2) + "\n", args.out)
     print(f"wrote {args.out}")
 

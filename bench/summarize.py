@@ -43,6 +43,23 @@ def markdown(b: dict) -> str:
             lines.append(f"| seconds for all {tt['steps']} steps (validation included) | "
                          f"{tt['fgpo_s_total']:.1f} | {tt['grpo_s_total']:.1f} | "
                          f"{tt['grpo_s_total'] / tt['fgpo_s_total']:.2f} |")
+        gb = t.get("grpo_budget_to_fgpo")
+        if gb:
+            if gb["grpo_step_to_fgpo_best"] is not None:
+                result = (f"reached it at step {gb['grpo_step_to_fgpo_best']} after "
+                          f"{gb['grpo_evals_to_fgpo_best']:,.0f} on-demand evaluations: "
+                          f"**{gb['grpo_over_fgpo_table']:.2f}x** FGPO's "
+                          f"{gb['fgpo_table_cells_train']:,.0f} table cells")
+            else:
+                result = (f"did **not** reach it in {gb['grpo_steps']} steps "
+                          f"({gb['grpo_evals_total']:,.0f} evaluations, "
+                          f"{gb['grpo_evals_total'] / gb['fgpo_table_cells_train']:.2f}x FGPO's "
+                          f"table; best {gb['grpo_best_val_accuracy']:.3f})")
+            lines += ["", "## GRPO's on-demand budget to FGPO's accuracy (the paper's 2.4x)", "",
+                      f"On {gb['setting']}, FGPO's best validation accuracy in its "
+                      f"{gb['fgpo_steps']}-step run is {gb['fgpo_best_val_accuracy']:.3f}. GRPO, "
+                      f"trained on with the same config for up to {gb['grpo_steps']} steps, "
+                      f"{result}."]
         lines += ["", "## Cost of exact enumeration vs K (head + FGPO loss, forward and "
                   "backward, against the backbone's)", "",
                   "| K | subsets | subset head ms | % of backbone | factorized head ms | "
@@ -81,8 +98,9 @@ def markdown(b: dict) -> str:
     lines += ["", "## Whole default pipeline", ""]
     if rep:
         lines.append(f"`dvc repro` ({rep['stale_stages']} stale stages, "
-                     f"{rep['stale_train_stages']} of them training runs) took {rep['seconds'] / 60:.1f} min on {rep['machine']['cpus']}"
-                     f" CPU(s) (timed by `make run`, finished {rep['finished']}).")
+                     f"{rep['stale_train_stages']} of them training runs) took "
+                     f"{rep['seconds'] / 60:.1f} min on {rep['machine']['cpus']} CPU(s) "
+                     f"(timed by `make run`, finished {rep['finished']}).")
     else:
         lines.append("Not timed yet: `make run` records it when it rebuilds the pipeline.")
     return "\n".join(lines) + "\n"

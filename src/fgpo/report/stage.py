@@ -74,9 +74,9 @@ def what_ran(params: Path) -> str:
     backends = {reward.spec(r).backend for r in reward.build}
     if backends == {"rule"}:
         reasoners = (f"{len(reward.build)} embedded rule-based reasoner profiles "
-                     f"({', '.join(reward.build)}): deterministic programs that read the evidence a "
-                     "prompt would carry and differ in strength; no LLM ran. The paper used five "
-                     "frozen LLM reasoners")
+                     f"({', '.join(reward.build)}): deterministic programs that read the "
+                     "evidence a prompt would carry and differ in strength; no LLM ran. The "
+                     "paper used five frozen LLM reasoners")
     else:
         reasoners = f"{len(reward.build)} reasoners ({', '.join(reward.build)})"
     benches = []
@@ -140,7 +140,8 @@ def mlflow_links(rows: list[dict[str, Any]], cfg: ReportConfig,
                 e = quote(json.dumps([exp.experiment_id]))
                 parts.append(f"[compare]({ui}/#/compare-runs?runs={q}&experiments={e})")
             links[setting] = " · ".join(parts) or "no finished run"
-        return links, f"Tracking store: `{uri}`, experiment `{EXPERIMENT}` (id {exp.experiment_id})."
+        where = f"Tracking store: `{uri}`, experiment `{EXPERIMENT}` (id {exp.experiment_id})."
+        return links, where
     except Exception as exc:  # a missing or unreachable store must not fail the report
         warnings.warn(f"MLflow lookup failed: {exc}", stacklevel=1)
         return {}, f"MLflow lookup failed ({type(exc).__name__}: {exc})."
@@ -174,12 +175,12 @@ def main(params: Path = DEFAULT_PARAMS, data: Path = Path("data"),
     choices = {s.benchmark: subset_choice(s, cfg.heatmap_top_subsets) for s in settings
                if s.reasoner == cfg.heatmap_reasoner}
     # ---- figures, then the markdown that embeds them -----------------------------------------
-    draw = [lambda p: figures.accuracy_vs_evals(settings, p),
-            lambda p: figures.zero_signal_vs_step(settings, p),
-            lambda p: figures.family_accuracy(fam, p),
-            lambda p: figures.subset_heatmaps(choices, tools_cfg.names, cfg.heatmap_reasoner, p)]
-    for fn, rel in zip(draw, FIGURES.values()):
-        fn(out / rel)
+    fig = {title: out / rel for title, rel in FIGURES.items()}
+    figures.accuracy_vs_evals(settings, fig["Validation accuracy vs reward evaluations"])
+    figures.zero_signal_vs_step(settings, fig["Zero-signal fraction vs step"])
+    figures.family_accuracy(fam, fig["Per-family test accuracy"])
+    figures.subset_heatmaps(choices, tools_cfg.names, cfg.heatmap_reasoner,
+                            fig["Subset choice per family"])
     summary = render_summary(rows, overall, fam, what_ran(params), FIGURES, cfg)
     atomic_write_text(summary, out / "summary.md")
     atomic_write_text(json.dumps(summary_metrics(rows, overall), indent=1) + "\n",
