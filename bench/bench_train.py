@@ -64,20 +64,28 @@ class Clock:
             self.evals.append(metrics.get("train/reward_evals", 0.0))
 
 
-def time_to_target(setting: str, repeats: int) -> dict | None:
-    """Median seconds for FGPO and GRPO to reach the validation accuracy both reach."""
+def pipeline_setting(setting: str, what: str):
+    """The pipeline's run data for 'reasoner/benchmark' and the train config; None if unbuilt."""
     from fgpo.config import load_section
     from fgpo.tools import ToolsConfig
     from fgpo.train.config import TrainConfig
-    from fgpo.train.loop import train_run
     from fgpo.train.stage import load_run_data
     reasoner, benchmark = setting.split("/")
     try:
         data = load_run_data(reasoner, benchmark, load_section(ToolsConfig, "tools"))
     except Exception as exc:  # noqa: BLE001 - the pipeline has not built this table
-        print(f"time to target skipped: {exc}")
+        print(f"{what} skipped: {exc}")
         return None
-    cfg = load_section(TrainConfig, "train")
+    return data, load_section(TrainConfig, "train")
+
+
+def time_to_target(setting: str, repeats: int) -> dict | None:
+    """Median seconds for FGPO and GRPO to reach the validation accuracy both reach."""
+    from fgpo.train.loop import train_run
+    loaded = pipeline_setting(setting, "time to target")
+    if loaded is None:
+        return None
+    data, cfg = loaded
     runs: dict[str, list[Clock]] = {"fgpo": [], "grpo": []}
     for _ in range(repeats):
         for method in runs:
@@ -107,18 +115,11 @@ def grpo_budget_to_fgpo(setting: str, table_multiple: float, eval_every: int) ->
     import math
     from dataclasses import replace
 
-    from fgpo.config import load_section
-    from fgpo.tools import ToolsConfig
-    from fgpo.train.config import TrainConfig
     from fgpo.train.loop import train_run
-    from fgpo.train.stage import load_run_data
-    reasoner, benchmark = setting.split("/")
-    try:
-        data = load_run_data(reasoner, benchmark, load_section(ToolsConfig, "tools"))
-    except Exception as exc:  # noqa: BLE001 - the pipeline has not built this table
-        print(f"GRPO budget run skipped: {exc}")
+    loaded = pipeline_setting(setting, "GRPO budget run")
+    if loaded is None:
         return None
-    cfg = load_section(TrainConfig, "train")
+    data, cfg = loaded
     fgpo = Clock()
     table = train_run("fgpo", cfg, data, cfg.seeds[0], fgpo).final["budget/table_cells_train"]
     target = max(a for _, _, a in fgpo.points)

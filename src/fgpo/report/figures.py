@@ -31,6 +31,15 @@ def _panels(benchmarks: list[str], height: float = 3.6) -> tuple[plt.Figure, dic
     return fig, dict(zip(benchmarks, axes[0]))
 
 
+def _legend_below(fig: plt.Figure, ax: dict, title: str) -> None:
+    """One legend for all panels under them, and the figure's title."""
+    handles, labels = next(iter(ax.values())).get_legend_handles_labels()
+    fig.legend(handles, labels, loc="lower center", ncol=min(5, len(labels)), fontsize=7,
+               frameon=False)
+    fig.suptitle(title, fontsize=9)
+    fig.tight_layout(rect=(0, 0.12 if len(labels) > 5 else 0.08, 1, 1))
+
+
 def accuracy_vs_evals(settings: list[SettingData], path: Path) -> Path:
     """Validation accuracy against reward evaluations, one panel per benchmark.
 
@@ -58,12 +67,8 @@ def accuracy_vs_evals(settings: list[SettingData], path: Path) -> Path:
         a.set_xscale("symlog", linthresh=1000)
         a.set_xlim(0, right)
         a.grid(alpha=0.3)
-    handles, labels = next(iter(ax.values())).get_legend_handles_labels()
-    fig.legend(handles, labels, loc="lower center", ncol=min(5, len(labels)), fontsize=7,
-               frameon=False)
-    fig.suptitle("Validation accuracy vs reward evaluations (solid FGPO: table rows seen x 2^K; "
-                 "dashed GRPO: on-demand; dotted: FGPO's train table)", fontsize=9)
-    fig.tight_layout(rect=(0, 0.12 if len(labels) > 5 else 0.08, 1, 1))
+    _legend_below(fig, ax, "Validation accuracy vs reward evaluations (solid FGPO: table rows "
+                  "seen x 2^K; dashed GRPO: on-demand; dotted: FGPO's train table)")
     return _save(fig, path)
 
 
@@ -86,12 +91,8 @@ def zero_signal_vs_step(settings: list[SettingData], path: Path, smooth: int = 5
         a.axhline(uniform, color="black", lw=0.8, ls=":")
         a.set(title=b, xlabel="optimiser step", ylabel="zero-signal fraction", ylim=(-0.02, 1.02))
         a.grid(alpha=0.3)
-    handles, labels = next(iter(ax.values())).get_legend_handles_labels()
-    fig.legend(handles, labels, loc="lower center", ncol=min(5, len(labels)), fontsize=7,
-               frameon=False)
-    fig.suptitle("Zero-signal fraction per step (dashed GRPO, solid FGPO; dotted: uniform "
-                 "policy, exact)", fontsize=9)
-    fig.tight_layout(rect=(0, 0.12 if len(labels) > 5 else 0.08, 1, 1))
+    _legend_below(fig, ax, "Zero-signal fraction per step (dashed GRPO, solid FGPO; dotted: "
+                  "uniform policy, exact)")
     return _save(fig, path)
 
 
