@@ -26,7 +26,7 @@ run: install
 	$(BIN)/fgpo report --links-only
 	$(BIN)/fgpo readme
 
-## Tests (slow end-to-end checks included when FGPO_SLOW=1 or CI=true).
+## Tests, the slow end-to-end checks included (PYTEST_ARGS="-m 'not slow'" skips them).
 test: install
 	$(BIN)/python -m pytest -q $(PYTEST_ARGS)
 

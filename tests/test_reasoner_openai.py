@@ -37,6 +37,7 @@ class FakeServer:
         self.attempts: Counter[str] = Counter()
         self.in_flight = self.peak = 0
         self.behave: Callable[[str, int], tuple[int, float]] = lambda prompt, attempt: (200, 0.0)
+        self.raw_200: bytes | None = None  # sent instead of a completion (a broken proxy)
         self.url = ""
 
 
@@ -70,6 +71,8 @@ class Handler(BaseHTTPRequestHandler):
                    {"error": {"message": f"boom {self.headers.get('Authorization')}",
                               "type": "server_error"}})
         data = json.dumps(payload).encode()
+        if status == 200 and fake.raw_200 is not None:
+            data = fake.raw_200
         try:
             self.send_response(status)
             self.send_header("Content-Type", "application/json")
@@ -189,3 +192,33 @@ def test_unreachable_endpoint() -> None:
         build_reasoner(spec(url, max_retries=0, timeout_s=5)).answer(requests(1))
     assert url in str(info.value)
     assert time.monotonic() - start < 5.0
+
+
+@pytest.mark.parametrize("body", [b"<html>502 Bad Gateway</html>", b'{"id": "x"}',
+                                  b'{"choices": []}', b"[1, 2]",
+                                  b'{"choices": [{"message": null}]}'])
+def test_malformed_200_body_is_a_resumable_reasoner_error(server: FakeServer,
+                                                          body: bytes) -> None:
+    # a 200 that is not a completion used to escape as a raw ExceptionGroup (exit 1)
+    server.raw_200 = body
+    with pytest.raises(ReasonerError) as info:
+        build_reasoner(spec(server.url, max_retries=0)).answer(requests(3))
+    message = str(info.value)
+    assert server.url in message and "rerun" in message
+    assert "malformed" in message or "no choices" in message
+
+
+def test_base_url_password_is_redacted_in_failures(server: FakeServer) -> None:
+    server.behave = lambda prompt, attempt: (503, 0.0)
+    url = server.url.replace("http://", "http://user:hunter2-PW@")
+    with pytest.raises(ReasonerError) as info:
+        build_reasoner(spec(url, max_retries=0)).answer(requests(1))
+    assert "hunter2-PW" not in str(info.value) and "user:***@" in str(info.value)
+
+
+def test_recorded_spec_masks_a_base_url_password() -> None:
+    # spec.public() goes into table metadata, build journals and MLflow params
+    s = spec("http://user:hunter2-PW@10.0.0.1:8000/v1")
+    assert s.public()["base_url"] == "http://user:***@10.0.0.1:8000/v1"
+    assert s.public()["api_key_env"] == KEY_ENV
+    assert "hunter2-PW" not in repr(s.public())

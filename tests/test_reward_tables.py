@@ -244,3 +244,122 @@ def test_question_shards_merge_into_the_unsharded_table(small, tmp_path):
     assert read_parquet_metadata(merged)["reasoner_calls"] == 12 * 64
     with pytest.raises(InputError, match="exactly once"):
         merge_shards(shards[:2], tmp_path / "t2.parquet", qs)
+    stale = [_changed(q) if q is qs[4] else q for q in qs]  # a shard built for old content
+    with pytest.raises(InputError, match=r"t\.shard1of3\.parquet.*question digest"):
+        merge_shards(shards, tmp_path / "t2.parquet", stale)
+
+
+# ---- the table matches the benchmark it is loaded with (issue 10, items 5 and 13) -----------
+def _changed(q):
+    """The same question id with other content (as a re-import with another seed gives)."""
+    from dataclasses import replace
+    return replace(q, sequences={k: v[1:] + v[0] for k, v in q.sequences.items()})
+
+
+def _stage_data(small, tmp_path, table=True):
+    """A data/ dir as the stages see it (benchmark, tool outputs, a table) and its params."""
+    from fgpo.benchmarks.base import to_frame
+    from fgpo.seqio import atomic_write_parquet
+    from fgpo.tools import tool_fingerprint
+    from fgpo.tools.base import config_dict
+    from fgpo.tools.outputs import run_tools
+
+    qs, _, cfg = small
+    data = tmp_path / "data"
+    atomic_write_parquet(to_frame(qs), data / "benchmarks/genomeqa.parquet")
+    atomic_write_parquet(run_tools(qs, ToolsConfig(workers=1), progress=False),
+                         data / "tool_outputs/genomeqa.parquet",
+                         metadata={"benchmark": "genomeqa", "fingerprint": tool_fingerprint(cfg),
+                                   "tools": cfg.names, "config": config_dict(cfg)})
+    params = tmp_path / "params.yaml"
+    params.write_text(yaml.safe_dump({
+        "tools": {"workers": 1},
+        "reward_table": {"shard_questions": 6, "build": ["r"],
+                         "reasoners": {"r": {"backend": "rule",
+                                             "profile": "overloaded_generalist"}}}}))
+    path = data / "reward_tables/r/genomeqa.parquet"
+    if table:
+        _build(small, path)
+    return data, params, path
+
+
+def _both_loaders_refuse(data, params, tmp_path, *needles):
+    """`fgpo table-stats`'s loader and `fgpo train`'s refuse, naming each needle."""
+    from fgpo.rewards import stage
+    from fgpo.train.stage import load_run_data
+
+    loaders = {"table-stats": lambda: stage.stats("r", "genomeqa", params, data, tmp_path / "m"),
+               "train": lambda: load_run_data("r", "genomeqa", ToolsConfig(), data)}
+    for name, load in loaders.items():
+        with pytest.raises(InputError) as exc:
+            load()
+        for needle in needles:
+            assert needle in str(exc.value), (name, str(exc.value))
+    assert not (tmp_path / "m").exists()  # no metrics written from a bad table
+
+
+def test_table_lacking_a_whole_question_is_refused_by_stats_and_train(small, tmp_path):
+    data, params, path = _stage_data(small, tmp_path)
+    df = pd.read_parquet(path)
+    gone = df.question_id.iloc[-1]
+    _rewrite(path, df[df.question_id != gone])  # all 64 rows of one question deleted
+    _both_loaders_refuse(data, params, tmp_path, str(path), gone, "missing from the table")
+    # ... and a complete question that is not in the benchmark (foreign rows)
+    _rewrite(path, pd.concat([df, df[df.question_id == gone].assign(question_id="someone-else")]))
+    _both_loaders_refuse(data, params, tmp_path, str(path), "someone-else", "not in the bench")
+
+
+def test_table_built_for_other_question_content_is_refused(small, tmp_path):
+    from fgpo.benchmarks.base import to_frame
+    from fgpo.seqio import atomic_write_parquet
+
+    qs, _, _ = small
+    data, params, path = _stage_data(small, tmp_path)
+    stale = qs[5].id
+    atomic_write_parquet(to_frame([_changed(q) if q.id == stale else q for q in qs]),
+                         data / "benchmarks/genomeqa.parquet")  # re-imported: same ids
+    _both_loaders_refuse(data, params, tmp_path, str(path), stale, "question digest")
+
+
+def test_reward_table_build_refuses_tool_outputs_of_other_question_content(small, tmp_path):
+    from fgpo.benchmarks.base import to_frame
+    from fgpo.rewards import stage
+    from fgpo.seqio import atomic_write_parquet
+
+    qs, _, _ = small
+    data, params, table = _stage_data(small, tmp_path, table=False)
+    stale = qs[3].id
+    atomic_write_parquet(to_frame([_changed(q) if q.id == stale else q for q in qs]),
+                         data / "benchmarks/genomeqa.parquet")
+    with pytest.raises(InputError) as exc:
+        stage.build("r", "genomeqa", params, data)
+    msg = str(exc.value)
+    assert str(data / "tool_outputs/genomeqa.parquet") in msg and stale in msg
+    assert "question digest" in msg and "fgpo tools genomeqa" in msg
+    assert not table.exists() and not list(table.parent.glob("*.journal.jsonl"))
+
+
+def test_files_without_question_digests_are_refused(small, tmp_path):
+    from fgpo.rewards import stage
+
+    data, params, path = _stage_data(small, tmp_path)
+    _rewrite(path, pd.read_parquet(path).drop(columns="question_digest"))
+    with pytest.raises(InputError, match="no question_digest column.*rebuild"):
+        load_reward_table(path, ToolsConfig())
+    outputs = data / "tool_outputs/genomeqa.parquet"
+    _rewrite(outputs, pd.read_parquet(outputs).drop(columns="question_digest"))
+    path.unlink()
+    with pytest.raises(InputError, match="no question_digest column.*rebuild") as exc:
+        stage.build("r", "genomeqa", params, data)
+    assert str(outputs) in str(exc.value)
+
+
+def test_resumed_build_with_changed_questions_does_not_mix_old_cells(small, tmp_path):
+    qs, outs, cfg = small
+    out = tmp_path / "t.parquet"
+    with pytest.raises(KeyboardInterrupt):
+        _build(small, out, Counting(build_reasoner(SPEC), fail_after=1))  # q0, q1 journaled
+    changed = [_changed(qs[0]), *qs[1:]]
+    with pytest.raises(InputError, match=r"another configuration.*questions"):
+        build_table(changed, outs, cfg, "r", SPEC, CFG, out, "genomeqa", progress=False)
+    assert not out.exists()

@@ -7,6 +7,7 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pandas as pd
@@ -37,9 +38,15 @@ def small_params(tmp: Path, n: int = 24) -> Path:
     return path
 
 
-def fgpo(*args: str, cwd: Path) -> subprocess.CompletedProcess:
+def _env(**extra: str) -> dict[str, str]:
+    """The test's environment: the venv first on PATH, MLflow in ./mlruns unless `extra` says."""
+    env = {k: v for k, v in os.environ.items() if k != "MLFLOW_TRACKING_URI"}
+    return {**env, "PATH": f"{BIN}:{os.environ['PATH']}", **extra}
+
+
+def fgpo(*args: str, cwd: Path, **env: str) -> subprocess.CompletedProcess:
     return subprocess.run([str(BIN / "fgpo"), *args], cwd=cwd, capture_output=True, text=True,
-                          env={**os.environ, "PATH": f"{BIN}:{os.environ['PATH']}"})
+                          env=_env(**env))
 
 
 def test_prepare_and_tools_stages_via_cli(tmp_path):
@@ -126,6 +133,17 @@ def test_dvc_repro_is_incremental(tmp_path):
         f"{stage}@{r}-seqcalc" for r in reasoners for stage in ("reward_table", "table_stats")
     } | {f"train@{m}-{r}-seqcalc" for m in params["train"]["methods"] for r in reasoners} | {
         "report"}
+    # a params error fails the stage but leaves its last good (uncached) metrics and plots
+    kept = {p: p.read_bytes() for p in [*(work / "metrics/train").rglob("*.json"),
+                                        *(work / "plots/train").rglob("*.csv")]}
+    assert kept
+    params["train"]["learning_rate"] = -0.01
+    (work / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
+    r = subprocess.run([str(BIN / "dvc"), "repro"], cwd=work, capture_output=True, text=True,
+                       env={**os.environ, "PATH": f"{BIN}:{os.environ['PATH']}"})
+    assert r.returncode != 0 and "train.learning_rate" in r.stdout + r.stderr
+    assert {p: p.read_bytes() for p in kept if p.exists()} == kept
+
 
 def test_train_stage_logs_a_complete_mlflow_run(tmp_path):
     """`fgpo train` as DVC calls it: MLflow run with tags, params, step and final metrics and
@@ -182,3 +200,126 @@ def test_train_refuses_a_missing_table_before_training(tmp_path):
     r = fgpo("train", "fgpo", "careful_expert", "genomeqa", "--params", str(params), cwd=tmp_path)
     assert r.returncode == 2 and "reward table not found" in r.stderr
     assert not (tmp_path / "mlruns").exists()
+
+
+# ---- several processes, kills and credentials on one small built setting --------------------
+@pytest.fixture(scope="module")
+def built(tmp_path_factory) -> Path:
+    """prepare, tools and the careful_expert table of the small genomeqa, built once for the
+    tests below, which start training and sweep processes on it (`--data built/data`)."""
+    root = tmp_path_factory.mktemp("built")
+    params = small_params(root)
+    for cmd in (["prepare", "genomeqa"], ["tools", "genomeqa"],
+                ["reward-table", "careful_expert", "genomeqa"]):
+        r = fgpo(*cmd, "--params", str(params), cwd=root)
+        assert r.returncode == 0, r.stderr
+    return root
+
+
+def _train_cmd(built: Path) -> list[str]:
+    return [str(BIN / "fgpo"), "train", "fgpo", "careful_expert", "genomeqa",
+            "--params", str(built / "params.yaml"), "--data", str(built / "data")]
+
+
+def _runs(uri: str) -> list:
+    from mlflow.tracking import MlflowClient
+    client = MlflowClient(uri)
+    exp = client.get_experiment_by_name("fgpo")
+    return [] if exp is None else client.search_runs([exp.experiment_id])
+
+
+def test_three_trainings_on_a_fresh_sqlite_store_all_finish(built, tmp_path):
+    # MLflow's schema migration raced ("duplicate column name") when three processes opened a
+    # store that did not exist yet; each process here works in its own directory
+    uri = f"sqlite:///{tmp_path / 'store' / 'mlflow.db'}"
+    procs = []
+    for i in range(3):
+        (tmp_path / f"w{i}").mkdir()
+        procs.append(subprocess.Popen(_train_cmd(built), cwd=tmp_path / f"w{i}",
+                                      env=_env(MLFLOW_TRACKING_URI=uri), text=True,
+                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE))
+    for proc in procs:
+        _, err = proc.communicate(timeout=600)
+        assert proc.returncode == 0, err[-3000:]
+    assert [r.info.status for r in _runs(uri)] == ["FINISHED"] * 3
+
+
+def _wait_for_running_run(uri: str, proc: subprocess.Popen) -> None:
+    deadline = time.time() + 300
+    while time.time() < deadline and proc.poll() is None:
+        time.sleep(0.2)
+        try:
+            if any(r.info.status == "RUNNING" for r in _runs(uri)):
+                return
+        except Exception:  # noqa: BLE001 - the store is being created
+            continue
+    raise AssertionError("the training never started its MLflow run")
+
+
+def test_killed_trainings_leave_no_running_mlflow_run(built, tmp_path):
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    ckpt = tmp_path / "runs/fgpo/careful_expert/genomeqa/seed0/checkpoint.pt"
+    # SIGTERM (a scheduler, `kill`): the run ends KILLED at once
+    proc = subprocess.Popen(_train_cmd(built), cwd=tmp_path, env=_env(MLFLOW_TRACKING_URI=uri),
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    _wait_for_running_run(uri, proc)
+    proc.terminate()
+    assert proc.wait(timeout=120) != 0
+    assert [r.info.status for r in _runs(uri)] == ["KILLED"]
+    # SIGKILL before the first checkpoint: nothing to resume, so the rerun starts a new run
+    # and marks the dead one KILLED instead of leaving it RUNNING for good
+    proc = subprocess.Popen(_train_cmd(built), cwd=tmp_path, env=_env(MLFLOW_TRACKING_URI=uri),
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    _wait_for_running_run(uri, proc)
+    proc.kill()
+    proc.wait()
+    assert not ckpt.exists()
+    r = subprocess.run(_train_cmd(built), cwd=tmp_path, env=_env(MLFLOW_TRACKING_URI=uri),
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    runs = _runs(uri)
+    assert sorted(r.info.status for r in runs) == ["FINISHED", "KILLED", "KILLED"]
+    assert sum("orphaned" in r.data.tags for r in runs) == 1
+
+
+@pytest.mark.slow
+def test_a_storage_password_is_never_logged_printed_or_written(built, tmp_path, postgres_url):
+    """The password of a PostgreSQL study storage, given on the command line or through the
+    environment, appears nowhere: not in the MLflow store, the output, or any written file.
+    (The test server trusts local connections, so any password is accepted.)"""
+    import optuna
+    from mlflow.tracking import MlflowClient
+
+    planted = "pl4nted-S3cret"
+    url = postgres_url
+    with_password = url.replace("://fgpo@", f"://fgpo:{planted}@", 1)
+    assert planted in with_password
+    params = yaml.safe_load((built / "params.yaml").read_text())
+    params["sweep"].update(steps=2, eval_every=1, n_startup_trials=1, n_warmup_steps=0)
+    params["sweep"]["space"].pop("batch_size")  # 8 or 16 > the small benchmark's train split
+    (tmp_path / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
+    name = f"secret-{os.getpid()}-{int(time.time())}"
+    args = ["sweep", "--method", "grpo", "--reasoner", "careful_expert", "--benchmark",
+            "genomeqa", "--n-trials", "1", "--study-name", name, "--params",
+            str(tmp_path / "params.yaml"), "--data", str(built / "data")]
+    first = fgpo(*args, "--storage", with_password, cwd=tmp_path)
+    assert first.returncode == 0, first.stderr[-3000:]
+    # the same storage from the environment, the password from sweep.storage_password_env
+    params["sweep"]["storage_password_env"] = "FGPO_TEST_STORAGE_PASSWORD"
+    (tmp_path / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
+    second = fgpo(*args, cwd=tmp_path, FGPO_OPTUNA_STORAGE=url,
+                  FGPO_TEST_STORAGE_PASSWORD=planted)
+    assert second.returncode == 0, second.stderr[-3000:]
+    trials = optuna.load_study(study_name=name, storage=url).trials
+    assert len(trials) == 2 and {t.state.name for t in trials} <= {"COMPLETE", "PRUNED"}
+    for out in (first.stdout, first.stderr, second.stdout, second.stderr):
+        assert planted not in out
+    written = [p for p in tmp_path.rglob("*") if p.is_file()]
+    assert tmp_path / "mlruns" / "mlflow.db" in written
+    for path in written:
+        assert planted.encode() not in path.read_bytes(), path
+    client = MlflowClient(f"sqlite:///{tmp_path / 'mlruns' / 'mlflow.db'}")
+    exp = client.get_experiment_by_name("fgpo-sweeps")
+    parent = client.search_runs([exp.experiment_id], f"tags.study = '{name}' and tags.kind = 'study'")
+    # the storage actually used (not the params default), with its password masked
+    assert parent[0].data.params["sweep.storage"] == with_password.replace(planted, "***")

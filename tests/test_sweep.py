@@ -148,6 +148,58 @@ def test_unreachable_storage_is_a_clear_error():
     assert time.time() - t0 < 30
 
 
+def _stage_params(tmp_path: Path, backbone: str, space: dict) -> Path:
+    """The repo's params with the tiny synthetic training and the small sweep of sweep_worker."""
+    import yaml
+
+    from dataclasses import asdict
+    params = yaml.safe_load((REPO / "params.yaml").read_text())
+    params["train"] = json.loads(json.dumps(asdict(tiny_cfg(backbone))))
+    params["sweep"] = {**params["sweep"], "steps": 6, "eval_every": 2, "n_startup_trials": 1,
+                       "n_warmup_steps": 0, "space": space,
+                       "storage": f"sqlite:///{tmp_path / 'optuna.db'}"}
+    path = tmp_path / "params.yaml"
+    path.write_text(yaml.safe_dump(params, sort_keys=False))
+    return path
+
+
+def test_best_params_are_kept_per_study(tiny_backbone, mlflow_uri, tmp_path, monkeypatch):
+    from typer.testing import CliRunner
+
+    from fgpo.cli import app
+    from fgpo.sweep import stage
+    from fgpo.train.stage import swept_params
+
+    monkeypatch.setattr(stage, "load_run_data", lambda *a, **k: synthetic_data())
+    params = _stage_params(tmp_path, tiny_backbone, SPACE)
+    args = ["sweep", "--method", "grpo", "--reasoner", "synthetic", "--benchmark", "synthetic",
+            "--n-trials", "1", "--params", str(params)]
+    r = CliRunner().invoke(app, args)
+    assert r.exit_code == 0, r.output
+    canonical = tmp_path / "sweeps/best/grpo-synthetic-synthetic.json"
+    first = canonical.read_bytes()
+    r = CliRunner().invoke(app, [*args, "--study-name", "s2"])
+    assert r.exit_code == 0, r.output
+    assert canonical.read_bytes() == first  # a second study never overwrites the canonical one
+    assert json.loads((tmp_path / "sweeps/best/s2.json").read_text())["study"] == "s2"
+    # a study whose only trial fails: no best, and it says so instead of another study's best
+    failing = {**SPACE, "batch_size": {"type": "categorical", "choices": [10_000]}}
+    params = _stage_params(tmp_path, tiny_backbone, failing)
+    r = CliRunner().invoke(app, [*args[:-1], str(params), "--study-name", "s3"])
+    assert r.exit_code == 0, r.output
+    assert "no trial completed" in r.output and "best trial" not in r.output
+    assert not (tmp_path / "sweeps/best/s3.json").exists()
+    parents = [x for x in _runs(mlflow_uri) if x.data.tags["kind"] == "study"]
+    assert {x.data.tags["study"]: x.info.status for x in parents} == {
+        "grpo-synthetic-synthetic": "FINISHED", "s2": "FINISHED", "s3": "FAILED"}
+    assert not [x for x in _runs(mlflow_uri) if x.info.status == "RUNNING"]
+    import yaml
+    data = yaml.safe_load(params.read_text())
+    data["sweep"]["apply_best"] = True
+    params.write_text(yaml.safe_dump(data))
+    assert swept_params("grpo", "synthetic", "synthetic", params) == json.loads(first)
+
+
 # ---- worker processes ---------------------------------------------------------------------------
 def _worker(backbone: str, storage: str, n: int, env: dict, grace: int = 120) -> subprocess.Popen:
     return subprocess.Popen([sys.executable, str(WORKER), backbone, storage, str(n), str(grace)],
@@ -155,10 +207,14 @@ def _worker(backbone: str, storage: str, n: int, env: dict, grace: int = 120) ->
 
 
 @pytest.mark.slow
-def test_killed_worker_trial_is_failed_and_retried_on_resume(tiny_backbone, tmp_path):
+def test_killed_worker_trial_is_retried_by_the_restarted_worker(tiny_backbone, tmp_path):
+    """One worker, the default grace period (120 s): killed mid-trial and restarted, it fails
+    the dead worker's trial at once (same host, pid gone), retries it with the same params
+    first, and no Optuna trial or MLflow run is left RUNNING."""
     storage = f"sqlite:///{tmp_path / 'o.db'}"
-    env = {**os.environ, "MLFLOW_TRACKING_URI": f"sqlite:///{tmp_path / 'm.db'}"}
-    proc = _worker(tiny_backbone, storage, 3, env, grace=2)
+    mlflow_db = f"sqlite:///{tmp_path / 'm.db'}"
+    env = {**os.environ, "MLFLOW_TRACKING_URI": mlflow_db}
+    proc = _worker(tiny_backbone, storage, 3, env)
     deadline = time.time() + 120
     while time.time() < deadline:  # kill it while a trial runs
         time.sleep(0.3)
@@ -166,37 +222,35 @@ def test_killed_worker_trial_is_failed_and_retried_on_resume(tiny_backbone, tmp_
             trials = optuna.load_study(study_name="grpo-synthetic", storage=storage).trials
         except KeyError:
             continue
-        if any(t.state.name == "RUNNING" for t in trials):
+        if any(t.state.name == "RUNNING" and "mlflow_run_id" in t.user_attrs for t in trials):
             break
     proc.send_signal(signal.SIGKILL)
     proc.wait()
-    time.sleep(3)  # past the grace period: the killed trial's heartbeat is stale
-    resumed = _worker(tiny_backbone, storage, 2, env, grace=2)
+    killed = [t for t in optuna.load_study(study_name="grpo-synthetic", storage=storage).trials
+              if t.state.name == "RUNNING"]
+    assert len(killed) == 1
+    start = time.time()
+    resumed = _worker(tiny_backbone, storage, 2, env)
     assert resumed.wait(timeout=300) == 0, resumed.stderr.read()
+    assert time.time() - start < 120  # did not wait out the grace period
     trials = optuna.load_study(study_name="grpo-synthetic", storage=storage).trials
     failed = [t for t in trials if t.state.name == "FAIL"]
-    assert len(failed) == 1
+    assert [t.number for t in failed] == [killed[0].number]
     retried = [t for t in trials if t.system_attrs.get("failed_trial") == failed[0].number]
     assert len(retried) == 1 and retried[0].params == failed[0].params
+    assert retried[0].state.name in ("COMPLETE", "PRUNED")
     assert not [t for t in trials if t.state.name == "RUNNING"]
-
-
-def _postgres_url() -> str:
-    url = os.environ.get("FGPO_TEST_POSTGRES_URL")
-    if url:
-        return url
-    r = subprocess.run([str(REPO / "scripts" / "postgres.sh"), "start"], capture_output=True,
-                       text=True)
-    if r.returncode != 0:
-        pytest.skip(f"PostgreSQL could not be started: {r.stderr.strip()[-300:]}")
-    return r.stdout.strip()
+    runs = _runs(mlflow_db)
+    assert not [r.info.run_name for r in runs if r.info.status == "RUNNING"]
+    by_id = {r.info.run_id: r for r in runs}
+    assert by_id[failed[0].user_attrs["mlflow_run_id"]].info.status == "FAILED"
 
 
 @pytest.mark.slow
-def test_two_workers_share_one_postgresql_study(tiny_backbone, tmp_path):
+def test_two_workers_share_one_postgresql_study(tiny_backbone, tmp_path, postgres_url):
     import sqlalchemy
 
-    url = _postgres_url()
+    url = postgres_url
     name = f"pg-{os.getpid()}-{int(time.time())}"
     mlflow_url = url.rsplit("/", 1)[0] + "/fgpo_mlflow"
     env = {**os.environ, "MLFLOW_TRACKING_URI": mlflow_url}
@@ -249,7 +303,7 @@ def test_train_stage_reads_the_best_params_when_asked(tmp_path, monkeypatch):
     path.write_text(yaml.safe_dump(params))
     best = {"study": "grpo-r-b", "trial": 3, "value": 0.9,
             "params": {"learning_rate": 0.002, "grpo.clip_eps": 0.25, "policy.lora_r": 4}}
-    out = tmp_path / "sweeps/best/grpo/r/b.json"
+    out = tmp_path / "sweeps/best/grpo-r-b.json"
     out.parent.mkdir(parents=True)
     out.write_text(json.dumps(best))
     assert swept_params("grpo", "r", "b", path) is None  # apply_best is off by default

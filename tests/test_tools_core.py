@@ -397,6 +397,46 @@ def test_fingerprint_changes_only_with_output_relevant_settings() -> None:
     assert tool_fingerprint(ToolsConfig(names=names, max_text_chars=200)) != base
 
 
+def test_fingerprint_mismatch_names_the_differing_setting() -> None:
+    """Issue 10, item 11: a changed max_text_chars printed two identical tool lists."""
+    from fgpo.tools.base import fingerprint_spec, require_fingerprint
+
+    built, now = ToolsConfig(), ToolsConfig(max_text_chars=300, orf_min_aa=30)
+    fp = tool_fingerprint(built)
+    metas = {"spec": {"fingerprint": fp, "tools": built.names,  # as reward tables record it
+                      "fingerprint_spec": fingerprint_spec(built)},
+             "config": {"fingerprint": fp, "tools": built.names,  # as tool outputs record it
+                        "config": config_dict(built)}}
+    for kind, meta in metas.items():
+        require_fingerprint(meta, built, "f.parquet", "the tools stage")  # same tools: fine
+        with pytest.raises(InputError) as exc:
+            require_fingerprint(meta, now, "f.parquet", "the tools stage")
+        msg = str(exc.value)
+        assert "max_text_chars: 480 -> 300" in msg and "orf_finder.min_aa: 20 -> 30" in msg, kind
+        assert "motif_scan" not in msg and "f.parquet" in msg, kind  # only what differs
+    # a file recording only the hash: the settings differ, but cannot be listed
+    with pytest.raises(InputError, match="cannot be listed"):
+        require_fingerprint({"fingerprint": fp, "tools": built.names}, now, "f.parquet", "x")
+
+
+def test_tools_config_docstring_names_a_working_command() -> None:
+    """It named `fgpo tools --list`, which does not exist (the command is `list-tools`)."""
+    import inspect
+    import re
+    import shlex
+
+    from typer.testing import CliRunner
+
+    from fgpo.cli import app
+
+    named = re.findall(r"`fgpo ([^`]+)`", inspect.getsource(ToolsConfig))
+    assert named
+    for args in named:
+        result = CliRunner().invoke(app, shlex.split(args))
+        assert result.exit_code == 0, (args, result.output)
+        assert "composition" in result.output
+
+
 def test_tools_deterministic() -> None:
     seq = long_busy_sequence()[:1500]
     first = [t.run({"seq": seq}) for t in build_tools(CFG)]

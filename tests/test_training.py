@@ -157,7 +157,7 @@ def test_resumed_run_ends_identical_to_an_uninterrupted_one(tiny_backbone, tmp_p
 
 
 def test_bad_backbone_and_lora_targets_fail_before_training(tiny_backbone, tmp_path):
-    data = synthetic_data(4)
+    data = synthetic_data()  # a train split at least batch_size large (else that fails first)
     with pytest.raises(InputError, match="train.policy.backbone"):
         train_run("fgpo", tiny_cfg(str(tmp_path / "no" / "such" / "model")), data, 0,
                   progress=False)
@@ -169,6 +169,69 @@ def test_bad_backbone_and_lora_targets_fail_before_training(tiny_backbone, tmp_p
         tiny_cfg(tiny_backbone, grpo=GRPOConfig(group_size=1))
     with pytest.raises(InputError, match="train.methods"):
         tiny_cfg(tiny_backbone, methods=["ppo"])
+
+
+@pytest.mark.parametrize("change, field", [
+    (dict(learning_rate=-1e-3), "train.learning_rate"),
+    (dict(learning_rate=0.0), "train.learning_rate"),
+    (dict(learning_rate="1e-3"), "train.learning_rate"),   # YAML reads 1e-3 as a string
+    (dict(head_lr_mult=0.0), "train.head_lr_mult"),
+    (dict(eval_every=0), "train.eval_every"),
+    (dict(checkpoint_every=0), "train.checkpoint_every"),
+    (dict(weight_decay=-0.1), "train.weight_decay"),
+    (dict(max_grad_norm=0.0), "train.max_grad_norm"),
+    (dict(beta=-0.01), "train.beta"),
+    (dict(entropy_coef=-0.01), "train.entropy_coef"),
+    (dict(eps=0.0), "train.eps"),
+    (dict(threads=0), "train.threads"),
+    (dict(seeds=[]), "train.seeds"),
+    (dict(seeds=[0, 1, 0]), "train.seeds"),
+    (dict(methods=[]), "train.methods"),
+    (dict(methods=["fgpo", "fgpo"]), "train.methods"),
+    (dict(batch_size=0), "train.batch_size"),
+    (dict(grpo=dict(clip_eps=0.0)), "train.grpo.clip_eps"),
+    (dict(grpo=dict(inner_epochs=0)), "train.grpo.inner_epochs"),
+    (dict(policy=dict(lora_dropout=1.0)), "train.policy.lora_dropout"),
+    (dict(policy=dict(lora_alpha=0)), "train.policy.lora_alpha"),
+    (dict(policy=dict(max_length=0)), "train.policy.max_length"),
+    (dict(policy=dict(lora_layers=[-1])), "train.policy.lora_layers"),
+])
+def test_out_of_range_settings_are_refused_by_the_config(change, field):
+    """Validated when the config is built: before any model, data or tracking work. (A
+    negative rate used to train silently worse; eval_every/checkpoint_every 0 crashed with a
+    ZeroDivisionError after the model loaded.)"""
+    nested = {"grpo": GRPOConfig, "policy": PolicyConfig}
+    with pytest.raises(InputError) as exc:
+        TrainConfig(**{k: nested[k](**v) if k in nested else v for k, v in change.items()})
+    assert exc.value.field == field
+    assert "must be" in str(exc.value) and "got" in str(exc.value)  # the range and the value
+
+
+def test_batch_size_above_the_train_split_is_refused_before_the_model(tmp_path):
+    data = synthetic_data()  # 3 families x 8 train questions
+    n_train = len(data.split("train"))
+    # the backbone does not exist: the batch-size error must come first, before any loading
+    cfg = tiny_cfg(str(tmp_path / "no" / "such" / "model"), batch_size=n_train + 1)
+    with pytest.raises(InputError) as exc:
+        train_run("fgpo", cfg, data, 0, progress=False)
+    assert exc.value.field == "train.batch_size" and f"({n_train} questions)" in str(exc.value)
+
+
+def test_lora_target_suggestion_lists_only_linear_modules():
+    """The suggestion used to show one module from the middle of the list (an activation)."""
+    from transformers import BertConfig, BertModel
+
+    from fgpo.policy.encoder import lora_target_regex
+
+    model = BertModel(BertConfig(hidden_size=16, num_hidden_layers=2, num_attention_heads=2,
+                                 intermediate_size=32, vocab_size=50))
+    with pytest.raises(InputError, match="train.policy.lora_target_modules") as exc:
+        lora_target_regex(model, ["q_proj"], [])
+    listed = str(exc.value).split("Linear modules are ")[1]
+    linear = {n.split(".", 3)[3] for n, m in model.named_modules()
+              if isinstance(m, torch.nn.Linear) and n.startswith("encoder.layer.")}
+    assert eval(listed) == sorted(linear)  # every block Linear suffix, and nothing else
+    assert "attention.self.query" in listed and "act" not in listed
 
 
 def test_pooler_is_never_adapted():

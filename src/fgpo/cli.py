@@ -93,7 +93,7 @@ def table_stats(reasoner: str = typer.Argument(...), benchmark: str = typer.Argu
 def train(method: str = typer.Argument(..., help="fgpo | grpo"),
           reasoner: str = typer.Argument(...), benchmark: str = typer.Argument(...),
           params: Path = PARAMS, data: Path = typer.Option(Path("data")),
-          no_mlflow: bool = typer.Option(False, help="skip MLflow logging")) -> None:
+          no_mlflow: bool = typer.Option(False, "--no-mlflow", help="skip MLflow logging")) -> None:
     """Train a tool-selection policy (every seed), log to MLflow, write metrics and plots."""
     from fgpo.train import stage
     try:
@@ -118,7 +118,7 @@ def sweep(method: str = typer.Option(..., help="fgpo | grpo"),
               None, "--multi-objective/--single-objective",
               help="also minimise tools per question"),
           params: Path = PARAMS, data: Path = typer.Option(Path("data")),
-          no_mlflow: bool = typer.Option(False, help="skip MLflow logging")) -> None:
+          no_mlflow: bool = typer.Option(False, "--no-mlflow", help="skip MLflow logging")) -> None:
     """Optuna study over LoRA and optimiser settings (start several to run workers)."""
     from fgpo.sweep import stage
     try:
@@ -130,10 +130,12 @@ def sweep(method: str = typer.Option(..., help="fgpo | grpo"),
     for t in study.trials:
         states[t.state.name] = states.get(t.state.name, 0) + 1
     typer.echo(f"study {study.study_name}: {states}")
-    path = stage.best_path(method, reasoner, benchmark)
-    if path.exists():
-        import json
-        best = json.loads(path.read_text())
+    from fgpo.sweep.study import best_of
+    best = best_of(study)  # this study's own best, never another study's file
+    path = stage.best_path(study.study_name)
+    if best is None:
+        typer.echo("no trial completed: no best params written")
+    else:
         typer.echo(f"best trial {best['trial']}: val/accuracy {best['value']:.4f} -> {path}")
         def value(k: str, v: object) -> str:  # -S values are parsed as YAML
             return f"[{v}]" if k.endswith("target_modules") else str(v).lower() \
@@ -162,21 +164,38 @@ def import_collection(
         seq_col: str = "seq", label_col: str = "label",
         organism: str = typer.Option("genomic", help="word used in the question text"),
         question: Optional[str] = typer.Option(None, help="template with {n} and {organism}"),
-        max_per_class: Optional[int] = None, seed: int = 0) -> None:
-    """Import a real labelled collection (FASTA pair or CSV) as yes/no questions."""
+        max_per_class: Optional[int] = typer.Option(
+            None, help="keep at most this many records per class (a seeded balanced sample; "
+                       ">= 1; default: all)"),
+        seed: int = 0) -> None:
+    """Import a real labelled collection (FASTA pair or CSV, plain or gzipped) as yes/no questions.
+
+    Duplicate sequences within a class and sequences labelled both ways are dropped with a
+    warning; repeated ids for different sequences are renamed id#2, id#3, ...
+    """
+    import warnings
+
     from fgpo.benchmarks import importer
     from fgpo.seqio import atomic_write_parquet
     kw = dict(name=name, family=family, organism=organism, seed=seed, question=question,
               max_per_class=max_per_class)
-    try:
-        if csv is not None and positives is None and negatives is None:
-            df = importer.import_csv(csv, seq_col, label_col, **kw)
-        elif csv is None and positives is not None and negatives is not None:
-            df = importer.import_fasta_pair(positives, negatives, **kw)
+    with warnings.catch_warnings(record=True) as caught:  # shown as plain lines on stderr
+        warnings.simplefilter("always", UserWarning)
+        try:
+            if csv is not None and positives is None and negatives is None:
+                df = importer.import_csv(csv, seq_col, label_col, **kw)
+            elif csv is None and positives is not None and negatives is not None:
+                df = importer.import_fasta_pair(positives, negatives, **kw)
+            else:
+                raise InputError("give either --csv, or both --positives and --negatives")
+        except InputError as exc:
+            error = exc
         else:
-            raise InputError("give either --csv, or both --positives and --negatives")
-    except InputError as exc:
-        _fail(exc)
+            error = None
+    for w in caught:
+        typer.secho(f"warning: {w.message}", fg=typer.colors.YELLOW, err=True)
+    if error is not None:
+        _fail(error)
     atomic_write_parquet(df, out, metadata={"benchmark": name, "imported": True})
     typer.echo(f"wrote {out}: {len(df)} questions ({(df.answer == 'A').sum()} positive)")
 
@@ -185,7 +204,7 @@ def import_collection(
 def report(params: Path = PARAMS, data: Path = typer.Option(Path("data")),
            metrics: Path = typer.Option(Path("metrics")), plots: Path = typer.Option(Path("plots")),
            out: Path = typer.Option(Path("reports")),
-           no_mlflow: bool = typer.Option(False, help="skip the MLflow run links"),
+           no_mlflow: bool = typer.Option(False, "--no-mlflow", help="skip the MLflow run links"),
            links_only: bool = typer.Option(False, help="only rewrite reports/mlflow_runs.md")
            ) -> None:
     """FGPO vs GRPO across all settings -> reports/summary.md, figures, metrics/summary.json."""

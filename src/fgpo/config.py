@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import numbers
 import typing
 from pathlib import Path
 from typing import Any, TypeVar
@@ -52,10 +53,44 @@ def from_dict(cls: type[T], data: dict[str, Any], *, where: str = "params") -> T
         kwargs[name] = value
     try:
         return cls(**kwargs)
-    except (TypeError, ValueError) as exc:
-        if isinstance(exc, InputError):
+    except InputError as exc:
+        field = qualify(exc.field, where)
+        if field == exc.field:
             raise
+        raise InputError(exc.message, file=exc.file, record=exc.record, field=field) from exc
+    except (TypeError, ValueError) as exc:
         raise InputError(str(exc), field=where) from exc
+
+
+def qualify(field: str | None, where: str) -> str:
+    """`field` as a full params path: a relative one (a nested dataclass's own field, e.g.
+    "backend" under `reward_table.reasoners.<name>`) is prefixed with `where`; one already
+    starting with the section (e.g. "train.policy.kind") is left as it is."""
+    if not field:
+        return where
+    section = where.split(".")[0]
+    if field == section or field.startswith(section + "."):
+        return field
+    return f"{where}.{field}"
+
+
+def check_number(value: Any, field: str, fix: str, *, gt: float | None = None,
+                 ge: float | None = None, lt: float | None = None,
+                 integer: bool = False) -> None:
+    """Refuse a config value that is not a number (an integer with `integer`) within the
+    bounds; the message names the allowed range, the value given and `fix` (how to fix it)."""
+    name = field.rsplit(".", 1)[-1]
+    kind = numbers.Integral if integer else numbers.Real
+    if isinstance(value, bool) or not isinstance(value, kind):
+        hint = (" (YAML reads 1e-3 as a string: write 1.0e-3)"
+                if isinstance(value, str) and not integer else "")
+        raise InputError(f"{name} must be {'an integer' if integer else 'a number'}, got "
+                         f"{value!r}{hint}; {fix}", field=field)
+    bounds = [(gt, ">", lambda b: value > b), (ge, ">=", lambda b: value >= b),
+              (lt, "<", lambda b: value < b)]
+    if not all(ok(b) for b, _, ok in bounds if b is not None):
+        rule = " and ".join(f"{op} {b}" for b, op, _ in bounds if b is not None)
+        raise InputError(f"{name} must be {rule}, got {value!r}; {fix}", field=field)
 
 
 def load_section(cls: type[T], section: str, path: str | Path = DEFAULT_PARAMS) -> T:
@@ -67,5 +102,6 @@ def load_section(cls: type[T], section: str, path: str | Path = DEFAULT_PARAMS) 
         return from_dict(cls, params[section] or {}, where=section)
     except InputError as exc:
         if exc.file is None:
-            raise InputError(str(exc), file=str(path)) from exc
+            raise InputError(exc.message, file=str(path), record=exc.record,
+                             field=exc.field) from exc
         raise

@@ -15,5 +15,6 @@ class InputError(ValueError):
             where.append(f"record {record}")
         if field is not None:
             where.append(f"field '{field}'")
+        self.message = message
         self.file, self.record, self.field = file, record, field
         super().__init__(f"{', '.join(where)}: {message}" if where else message)

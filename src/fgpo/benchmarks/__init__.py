@@ -45,7 +45,7 @@ def generate(name: str, cfg: BenchmarkConfig, progress: bool = True) -> list[Que
     unknown = [f for f in chosen if f not in builders]
     if unknown:
         raise InputError(f"unknown {name} families {unknown}; known: {list(builders)}",
-                         file="params.yaml", field=f"prepare.{name}.families")
+                         field=f"prepare.{name}.families")
     per = [cfg.n_questions // len(chosen) + (k < cfg.n_questions % len(chosen))
            for k in range(len(chosen))]
     questions = []

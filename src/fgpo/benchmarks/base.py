@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import string
 from dataclasses import dataclass, field
@@ -39,6 +40,41 @@ class Question:
     @property
     def answer_letter(self) -> str:
         return LETTERS[self.answer]
+
+
+def question_digest(q: Question) -> str:
+    """Stable hash of what tools, reasoner and tables see of a question (16 hex chars).
+
+    Covers id, benchmark, family, question text, the labelled sequences in order, options,
+    answer and split; `meta` (how the question was built) is left out. Tool outputs and reward
+    tables record it per row, so a re-imported benchmark that reuses ids is not paired with
+    outputs computed for other content.
+    """
+    content = [q.id, q.benchmark, q.family, q.question, [[k, v] for k, v in q.sequences.items()],
+               list(q.options), int(q.answer), q.split]
+    blob = json.dumps(content, separators=(",", ":"), ensure_ascii=True)
+    return hashlib.sha256(blob.encode()).hexdigest()[:16]
+
+
+def require_digests(df: pd.DataFrame, questions: list[Question], file: str, rebuild: str
+                    ) -> None:
+    """Refuse rows (`question_id`, `question_digest`) computed for other question content.
+
+    Rows of ids not in `questions` are not judged here (callers check coverage). A file
+    without the column predates digests and is refused too; `rebuild` says how to remake it.
+    """
+    if "question_digest" not in df.columns:
+        raise InputError(f"no question_digest column (written before question digests were "
+                         f"recorded); rebuild it: {rebuild}", file=file, field="question_digest")
+    digests = {q.id: question_digest(q) for q in questions}
+    expected = df["question_id"].map(digests)
+    bad = expected.notna() & (df["question_digest"] != expected)
+    if bad.any():
+        ids = df.loc[bad, "question_id"]
+        raise InputError(f"{ids.nunique()} question(s) differ from the content this file was "
+                         f"built for (same id, other question digest: the benchmark changed, "
+                         f"e.g. re-imported); rebuild it: {rebuild}", file=file,
+                         record=ids.iloc[0], field="question_digest")
 
 
 def assign_splits(questions: list[Question], fractions: tuple[float, float, float], seed: int

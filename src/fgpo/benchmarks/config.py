@@ -32,10 +32,10 @@ class BenchmarkConfig:
 
     def __post_init__(self) -> None:
         if self.n_questions < 1:
-            raise InputError("n_questions must be >= 1", file="params.yaml", field="n_questions")
+            raise InputError("n_questions must be >= 1", field="n_questions")
         if len(self.split) != 3 or abs(sum(self.split) - 1) > 1e-6 or min(self.split) < 0:
             raise InputError(f"split must be three non-negative fractions summing to 1, got "
-                             f"{self.split}", file="params.yaml", field="split")
+                             f"{self.split}", field="split")
 
 
 @dataclass

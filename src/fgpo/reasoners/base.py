@@ -63,23 +63,26 @@ class ReasonerSpec:
     def __post_init__(self) -> None:
         if self.backend not in BACKENDS:
             raise InputError(f"unknown backend {self.backend!r}; choose one of {list(BACKENDS)}",
-                             file="params.yaml", field="backend")
+                             field="backend")
         if self.backend == "rule" and not self.profile:
-            raise InputError("backend 'rule' needs a profile", file="params.yaml", field="profile")
+            raise InputError("backend 'rule' needs a profile", field="profile")
         if self.backend in ("vllm", "hf", "openai") and not self.model:
-            raise InputError(f"backend {self.backend!r} needs a model", file="params.yaml",
+            raise InputError(f"backend {self.backend!r} needs a model",
                              field="model")
         if self.backend == "openai" and not self.base_url:
-            raise InputError("backend 'openai' needs base_url", file="params.yaml",
+            raise InputError("backend 'openai' needs base_url",
                              field="base_url")
         if self.decoding not in ("generate", "choice"):
-            raise InputError("decoding must be 'generate' or 'choice'", file="params.yaml",
+            raise InputError("decoding must be 'generate' or 'choice'",
                              field="decoding")
 
     def public(self) -> dict[str, Any]:
-        """The spec as recorded in tables and MLflow (no secrets live in it)."""
+        """The spec as recorded in tables, journals and MLflow: the key itself never lives in it
+        (only `api_key_env`, its variable's name), and a password in `base_url` is masked."""
         from dataclasses import asdict
-        return asdict(self)
+
+        from fgpo.redact import redact
+        return redact(asdict(self))
 
 
 @dataclass

@@ -36,10 +36,10 @@ class HFReasoner(Reasoner):
 
         self.spec = spec
         if not os.path.exists(spec.model) and _is_path(spec.model):
-            raise InputError(f"model path {spec.model!r} does not exist", file="params.yaml",
+            raise InputError(f"model path {spec.model!r} does not exist",
                              field="model")
         if spec.dtype not in DTYPES:
-            raise InputError(f"dtype must be one of {list(DTYPES)}", file="params.yaml",
+            raise InputError(f"dtype must be one of {list(DTYPES)}",
                              field="dtype")
         self.device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
         self.tokenizer = AutoTokenizer.from_pretrained(spec.model)

@@ -17,11 +17,14 @@ from openai import AsyncOpenAI
 
 from fgpo.reasoners.base import Reasoner, ReasonerError, ReasonerSpec, Request
 from fgpo.reasoners.prompt import option_letters, render_messages
+from fgpo.redact import redact_url
 
 PLACEHOLDER_KEY = "EMPTY"
 """Sent when the key variable is unset; `vllm serve` without --api-key accepts any key."""
 
-_FAILURES = (openai.APIStatusError, openai.APIConnectionError)  # APITimeoutError included
+_FAILURES = (openai.APIStatusError, openai.APIConnectionError,  # APITimeoutError included
+             openai.APIResponseValidationError)
+_MALFORMED = (ValueError, TypeError, AttributeError, LookupError)  # a 200 that is no completion
 _DETAIL_CHARS = 300
 
 
@@ -44,10 +47,10 @@ class OpenAIReasoner(Reasoner):
             return asyncio.run(self._answer_all(requests, key))
         except ExceptionGroup as group:
             # TaskGroup cancelled the other requests; report the first failure.
-            failure = next((e for e in group.exceptions if isinstance(e, ReasonerError)), None)
-            if failure is None:
+            failures = [e for e in _leaves(group) if isinstance(e, ReasonerError)]
+            if not failures:
                 raise
-            raise failure from None
+            raise failures[0] from None
 
     # --- async core ---------------------------------------------------------------------
 
@@ -73,17 +76,36 @@ class OpenAIReasoner(Reasoner):
             except _FAILURES as err:
                 # `from None`: the chained error carries the request, Authorization included.
                 raise ReasonerError(self._failure_message(err, req, key)) from None
-        return resp.choices[0].message.content or ""
+            except _MALFORMED as err:  # e.g. an HTML error page or a proxy's JSON sent as 200
+                raise ReasonerError(self._failure_message(err, req, key, "malformed response "
+                                                          "body")) from None
+            try:
+                content = resp.choices[0].message.content
+            except _MALFORMED as err:  # valid JSON without `choices[0].message`
+                raise ReasonerError(self._failure_message(
+                    err, req, key, "response has no choices[0].message")) from None
+        return content if isinstance(content, str) else ""
 
-    def _failure_message(self, err: openai.APIError, req: Request, key: str) -> str:
+    def _failure_message(self, err: Exception, req: Request, key: str,
+                         what: str = "") -> str:
         s = self.spec
-        detail = f"{type(err).__name__}: {err.message}"[:_DETAIL_CHARS]
+        detail = f"{what + ': ' if what else ''}{type(err).__name__}: " \
+                 f"{getattr(err, 'message', err)}"[:_DETAIL_CHARS]
         if key != PLACEHOLDER_KEY:
             detail = detail.replace(key, "***")  # a server echoing the key must not leak it
         hint = ""
         if isinstance(err, openai.APIStatusError) and err.status_code in (401, 403):
             hint = f" Check the key in the environment variable {s.api_key_env}."
-        return (f"OpenAI-compatible endpoint {s.base_url} (model {s.model!r}) failed on "
+        return (f"OpenAI-compatible endpoint {redact_url(s.base_url)} (model {s.model!r}) "
+                f"failed on "
                 f"question {req.question.id!r}, mask {req.mask}: {detail} (after up to "
                 f"{s.max_retries} retries with back-off).{hint} Completed cells are saved; "
                 f"rerun the same command to resume.")
+
+
+def _leaves(group: BaseExceptionGroup) -> list[BaseException]:
+    """The exceptions inside a (possibly nested) exception group."""
+    out: list[BaseException] = []
+    for e in group.exceptions:
+        out.extend(_leaves(e) if isinstance(e, BaseExceptionGroup) else [e])
+    return out

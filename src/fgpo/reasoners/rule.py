@@ -358,7 +358,7 @@ class RuleReasoner(Reasoner):
     def __init__(self, spec: ReasonerSpec) -> None:
         if spec.profile not in PROFILES:
             raise InputError(f"unknown rule profile {spec.profile!r}; known: {sorted(PROFILES)}",
-                             file="params.yaml", field="profile")
+                             field="profile")
         self.spec = spec
 
     def answer(self, requests: list[Request]) -> list[str]:

@@ -26,7 +26,7 @@ class VLLMReasoner(Reasoner):
             import vllm
             from vllm.sampling_params import StructuredOutputsParams
         except ImportError as e:
-            raise InputError(MISSING, file="params.yaml", field="backend") from e
+            raise InputError(MISSING, field="backend") from e
         self.spec = spec
         self._sampling_params = vllm.SamplingParams
         self._structured = StructuredOutputsParams

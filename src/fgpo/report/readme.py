@@ -6,13 +6,11 @@ import json
 import re
 from pathlib import Path
 
-import pandas as pd
-
 from fgpo.benchmarks import BENCHMARKS, evidence
 from fgpo.config import load_section
 from fgpo.errors import InputError
 from fgpo.rewards.table import RewardTableConfig
-from fgpo.seqio import atomic_write_text
+from fgpo.seqio import atomic_write_text, read_parquet
 from fgpo.tools import TOOL_REGISTRY, ToolsConfig
 
 
@@ -28,7 +26,7 @@ def benchmark_table(bench_dir: Path, tools_cfg: ToolsConfig) -> str:
         path = bench_dir / f"{name}.parquet"
         if not path.exists():
             raise InputError("benchmark missing: run `dvc repro` first", file=str(path))
-        df = pd.read_parquet(path, columns=["family", "split", "options"])
+        df = read_parquet(path, rebuild="`dvc repro`", columns=["family", "split", "options"])
         for fam, g in df.groupby("family", sort=False):
             splits = " / ".join(str(int((g.split == s).sum())) for s in ("train", "val", "test"))
             tools = [t if t in tools_cfg.names else f"{t} (extended)" for t in evidence[fam]]

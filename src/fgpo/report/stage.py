@@ -27,7 +27,7 @@ from fgpo.report.summary import (METHODS, ReportConfig, SettingData, SplitTable,
                                  settings_table, subset_choice, summary_metrics)
 from fgpo.rewards.stage import table_path
 from fgpo.rewards.table import RewardTableConfig, load_reward_table
-from fgpo.seqio import atomic_write_text
+from fgpo.seqio import atomic_write_text, read_parquet
 from fgpo.tools import ToolsConfig
 from fgpo.train.config import TrainConfig
 
@@ -42,7 +42,7 @@ def _read(path: Path, what: str) -> Any:
         raise InputError(f"{what} missing: run `dvc repro` first", file=str(path))
     if path.suffix == ".json":
         return json.loads(path.read_text())
-    return pd.read_csv(path) if path.suffix == ".csv" else pd.read_parquet(path)
+    return pd.read_csv(path) if path.suffix == ".csv" else read_parquet(path, rebuild="`dvc repro`")
 
 
 def load_setting(reasoner: str, benchmark: str, tools_cfg: ToolsConfig, data: Path,
@@ -107,17 +107,17 @@ def what_ran(params: Path) -> str:
 def mlflow_links(rows: list[dict[str, Any]], cfg: ReportConfig,
                  table_md5: dict[str, str]) -> tuple[dict[str, str], str]:
     """Per setting, markdown links to its runs in the MLflow UI, from the local store."""
-    from fgpo.tracking.mlflow_run import MLRUNS, default_tracking_uri
+    from fgpo.redact import redact_text, redact_url
+    from fgpo.tracking.mlflow_run import MLRUNS, default_tracking_uri, open_client
     uri = default_tracking_uri()
     if uri.startswith("sqlite:///") and not (MLRUNS / "mlflow.db").exists():
-        return {}, f"No tracking store at {uri}: the train stage ran without MLflow."
+        return {}, f"No tracking store at {redact_url(uri)}: the train stage ran without MLflow."
     try:
-        from mlflow.tracking import MlflowClient
         from fgpo.train.stage import EXPERIMENT
-        client = MlflowClient(uri)
+        client = open_client(uri)
         exp = client.get_experiment_by_name(EXPERIMENT)
         if exp is None:
-            return {}, f"No experiment {EXPERIMENT!r} in {uri}."
+            return {}, f"No experiment {EXPERIMENT!r} in {redact_url(uri)}."
         ui, links = cfg.mlflow_ui.rstrip("/"), {}
         for r in rows:
             setting = f"{r['reasoner']}/{r['benchmark']}"
@@ -140,11 +140,13 @@ def mlflow_links(rows: list[dict[str, Any]], cfg: ReportConfig,
                 e = quote(json.dumps([exp.experiment_id]))
                 parts.append(f"[compare]({ui}/#/compare-runs?runs={q}&experiments={e})")
             links[setting] = " · ".join(parts) or "no finished run"
-        where = f"Tracking store: `{uri}`, experiment `{EXPERIMENT}` (id {exp.experiment_id})."
+        where = (f"Tracking store: `{redact_url(uri)}`, experiment `{EXPERIMENT}` "
+                 f"(id {exp.experiment_id}).")
         return links, where
     except Exception as exc:  # a missing or unreachable store must not fail the report
-        warnings.warn(f"MLflow lookup failed: {exc}", stacklevel=1)
-        return {}, f"MLflow lookup failed ({type(exc).__name__}: {exc})."
+        detail = redact_text(str(exc))
+        warnings.warn(f"MLflow lookup failed: {detail}", stacklevel=1)
+        return {}, f"MLflow lookup failed ({type(exc).__name__}: {detail})."
 
 
 def main(params: Path = DEFAULT_PARAMS, data: Path = Path("data"),

@@ -40,11 +40,11 @@ class ReportConfig:
 
     def __post_init__(self) -> None:
         if self.tie_margin < 0:
-            raise InputError("tie_margin must be >= 0", file="params.yaml",
+            raise InputError("tie_margin must be >= 0",
                              field="report.tie_margin")
         if self.zero_signal_window < 1 or self.heatmap_top_subsets < 1:
             raise InputError("zero_signal_window and heatmap_top_subsets must be >= 1",
-                             file="params.yaml", field="report")
+                             field="report")
 
 
 @dataclass

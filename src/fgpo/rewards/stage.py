@@ -7,15 +7,13 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-import pandas as pd
-
-from fgpo.benchmarks.base import from_frame
+from fgpo.benchmarks.base import Question, from_frame
 from fgpo.config import DEFAULT_PARAMS, load_section
 from fgpo.errors import InputError
 from fgpo.rewards.stats import table_stats
-from fgpo.rewards.table import (RewardTableConfig, build_table, load_reward_table,
+from fgpo.rewards.table import (RewardTable, RewardTableConfig, build_table, load_reward_table,
                                 merge_shards)
-from fgpo.seqio import atomic_write_text
+from fgpo.seqio import atomic_write_text, read_parquet
 from fgpo.tools import ToolsConfig
 from fgpo.tools.outputs import load_tool_outputs
 
@@ -47,7 +45,7 @@ def _questions(benchmark: str, data: Path):
     src = data / "benchmarks" / f"{benchmark}.parquet"
     if not src.exists():
         raise InputError("benchmark not found (run `dvc repro prepare`)", file=str(src))
-    return from_frame(pd.read_parquet(src), source=str(src))
+    return from_frame(read_parquet(src, rebuild="`dvc repro prepare`"), source=str(src))
 
 
 def build(reasoner: str, benchmark: str, params: Path = DEFAULT_PARAMS,
@@ -66,7 +64,8 @@ def build(reasoner: str, benchmark: str, params: Path = DEFAULT_PARAMS,
         i, n = parse_shard(shard)
         questions = questions[i::n]
         out = shard_path(reasoner, benchmark, i, n, data / "reward_tables")
-    outputs = load_tool_outputs(data / "tool_outputs" / f"{benchmark}.parquet", tools_cfg)
+    outputs = load_tool_outputs(data / "tool_outputs" / f"{benchmark}.parquet", tools_cfg,
+                                questions)
     lacking = [q.id for q in questions if q.id not in outputs]
     if lacking:
         raise InputError(f"{len(lacking)} question(s) have no tool outputs; rerun the tools stage",
@@ -83,12 +82,26 @@ def merge(reasoner: str, benchmark: str, n: int, data: Path = Path("data")) -> P
     return merge_shards(shards, table_path(reasoner, benchmark, root), _questions(benchmark, data))
 
 
+def load_questions_and_table(reasoner: str, benchmark: str, tools_cfg: ToolsConfig,
+                             data: Path = Path("data")) -> tuple[list[Question], RewardTable]:
+    """The benchmark's questions and their reward table, row-aligned (question i = table row i).
+
+    The one loader of train and table-stats: refuses a table built for another tool set, with a
+    question or cell missing, a foreign question, or a question whose content changed since.
+    """
+    questions = _questions(benchmark, data)
+    table = load_reward_table(table_path(reasoner, benchmark, data / "reward_tables"), tools_cfg,
+                              questions)
+    by_id = {q.id: q for q in questions}
+    return [by_id[i] for i in table.question_ids], table
+
+
 def stats(reasoner: str, benchmark: str, params: Path = DEFAULT_PARAMS,
           data: Path = Path("data"), metrics: Path = Path("metrics/reward_tables")
           ) -> dict[str, Any]:
     tools_cfg = load_section(ToolsConfig, "tools", params)
     cfg = load_section(RewardTableConfig, "reward_table", params)
-    table = load_reward_table(table_path(reasoner, benchmark, data / "reward_tables"), tools_cfg)
+    _, table = load_questions_and_table(reasoner, benchmark, tools_cfg, data)
     result = table_stats(table, cfg.group_size)
     atomic_write_text(json.dumps(result, indent=1) + "\n", stats_path(reasoner, benchmark, metrics))
     return result

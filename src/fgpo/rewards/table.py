@@ -3,11 +3,15 @@
 A build appends each answered batch to a journal (JSON lines, flushed and fsynced) beside the
 target; a rerun after an interruption skips the journaled cells, so no completed reasoner call
 is repeated or lost. When every cell is in, the table is written atomically and the journal
-removed. Loading checks completeness and the tool-set fingerprint.
+removed. Every row records the question's content digest (`question_digest`); the journal
+header records the digest of the whole question list, so a resumed build never mixes cells
+asked for other question content. Loading checks completeness, the tool-set fingerprint and,
+given the benchmark's questions, that the table covers exactly them as they are now.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 from dataclasses import dataclass, field
@@ -18,17 +22,19 @@ import numpy as np
 import pandas as pd
 from tqdm import tqdm
 
-from fgpo.benchmarks.base import Question
+from fgpo.benchmarks.base import Question, question_digest, require_digests
+from fgpo.config import qualify
 from fgpo.errors import InputError
 from fgpo.reasoners import Reasoner, ReasonerSpec, Request, build_reasoner
 from fgpo.reasoners.parse import parse_answer
 from fgpo.reasoners.prompt import TEMPLATE_HASH
-from fgpo.seqio import atomic_write_parquet, read_parquet_metadata
+from fgpo.seqio import atomic_write_parquet, read_parquet, read_parquet_metadata
 from fgpo.tools import ToolOutput, ToolsConfig, tool_fingerprint
-from fgpo.tools.base import require_fingerprint
+from fgpo.tools.base import fingerprint_spec, require_fingerprint
 
-COLUMNS = ["question_id", "split", "family", "mask", "n_tools", "correct", "reward", "answer",
-           "parsed"]
+COLUMNS = ["question_id", "question_digest", "split", "family", "mask", "n_tools", "correct",
+           "reward", "answer", "parsed"]
+REBUILD = "`fgpo reward-table` (or `dvc repro reward_table`)"
 
 
 @dataclass
@@ -49,16 +55,16 @@ class RewardTableConfig:
     def __post_init__(self) -> None:
         if self.tool_cost < 0 or self.shard_questions < 1 or self.group_size < 2:
             raise InputError("need tool_cost >= 0, shard_questions >= 1, group_size >= 2",
-                             file="params.yaml", field="reward_table")
+                             field="reward_table")
         missing = [n for n in self.build if n not in self.reasoners]
         if missing:
             raise InputError(f"build lists {missing}, not defined under reward_table.reasoners",
-                             file="params.yaml", field="reward_table.build")
+                             field="reward_table.build")
 
     def spec(self, name: str) -> ReasonerSpec:
         if name not in self.reasoners:
             raise InputError(f"unknown reasoner {name!r}; defined: {sorted(self.reasoners)}",
-                             file="params.yaml", field="reward_table.reasoners")
+                             field="reward_table.reasoners")
         return self.reasoners[name]
 
 
@@ -115,7 +121,7 @@ def build_table(questions: list[Question], outputs: dict[str, dict[str, ToolOutp
     names, n_sub = tools_cfg.names, 2 ** len(tools_cfg.names)
     header = {"fingerprint": tool_fingerprint(tools_cfg), "reasoner": name,
               "spec": spec.public(), "template_hash": TEMPLATE_HASH, "benchmark": benchmark,
-              "shard": shard}
+              "shard": shard, "questions": questions_digest(questions)}
     out.parent.mkdir(parents=True, exist_ok=True)
     journal = _journal_path(out)
     cells = _read_journal(journal, header)
@@ -124,7 +130,12 @@ def build_table(questions: list[Question], outputs: dict[str, dict[str, ToolOutp
     missing = [q for q in questions if any((q.id, m) not in cells for m in range(n_sub))]
     bar = tqdm(total=len(questions) * n_sub, initial=min(len(cells), len(questions) * n_sub),
                desc=f"reward table {name}/{benchmark}", unit="cell", disable=not progress)
-    reasoner = reasoner or build_reasoner(spec)
+    try:
+        reasoner = reasoner or build_reasoner(spec)
+    except InputError as exc:  # e.g. an unknown rule profile: name the reasoner it belongs to
+        bar.close()
+        raise InputError(exc.message, file=exc.file, record=exc.record,
+                         field=qualify(exc.field, f"reward_table.reasoners.{name}")) from exc
     try:
         for start in range(0, len(missing), cfg.shard_questions):
             batch = [Request(q, m, subset_evidence(outputs[q.id], names, m))
@@ -139,12 +150,22 @@ def build_table(questions: list[Question], outputs: dict[str, dict[str, ToolOutp
         bar.close()
         reasoner.close()
     df = assemble(questions, cells, n_sub, cfg.tool_cost)
-    meta = {**header, "tools": names, "K": len(names), "tool_cost": cfg.tool_cost,
+    meta = {**{k: v for k, v in header.items() if k != "questions"},  # rows carry digests
+            "tools": names, "K": len(names), "tool_cost": cfg.tool_cost,
             "n_questions": len(questions), "reasoner_calls": len(cells),
             "unparseable": int((df.parsed < 0).sum())}
+    meta["fingerprint_spec"] = fingerprint_spec(tools_cfg)  # a mismatch can name the setting
     atomic_write_parquet(df, out, metadata=meta)
     journal.unlink()
     return out
+
+
+def questions_digest(questions: list[Question]) -> str:
+    """One digest of the ordered question list (ids and contents) a build asks about."""
+    h = hashlib.sha256()
+    for q in questions:
+        h.update(f"{q.id}\t{question_digest(q)}\n".encode())
+    return h.hexdigest()[:16]
 
 
 def assemble(questions: list[Question], cells: dict[tuple[str, int], str], n_sub: int,
@@ -153,11 +174,12 @@ def assemble(questions: list[Question], cells: dict[tuple[str, int], str], n_sub
     rows = []
     n_tools = [bin(m).count("1") for m in range(n_sub)]
     for q in questions:
+        digest = question_digest(q)
         for m in range(n_sub):
             raw = cells[(q.id, m)]
             parsed = parse_answer(raw, q.options)
             correct = int(parsed == q.answer)
-            rows.append((q.id, q.split, q.family, m, n_tools[m], correct,
+            rows.append((q.id, digest, q.split, q.family, m, n_tools[m], correct,
                          correct - tool_cost * n_tools[m], raw, -1 if parsed is None else parsed))
     df = pd.DataFrame(rows, columns=COLUMNS)
     return df.astype({"mask": "int32", "n_tools": "int8", "correct": "int8",
@@ -170,11 +192,13 @@ def merge_shards(shards: list[Path], out: Path, questions: list[Question]) -> Pa
     Shards must agree on everything but the endpoint (`spec.base_url`), cover every question
     exactly once, and each be complete; reasoner calls add up.
     """
-    metas = []
+    metas, frames = [], []
     for path in shards:
         if not path.exists():
             raise InputError("shard missing (build it with --shard I/N)", file=str(path))
-        metas.append(read_parquet_metadata(path))
+        metas.append(read_parquet_metadata(path, rebuild="`fgpo reward-table --shard I/N`"))
+        frames.append(read_parquet(path, rebuild="`fgpo reward-table --shard I/N`"))
+        require_digests(frames[-1], questions, str(path), f"{REBUILD} with its --shard")
     same = {k for k in metas[0] if k not in ("spec", "n_questions", "reasoner_calls",
                                               "unparseable", "shard")}
     for path, meta in zip(shards[1:], metas[1:]):
@@ -184,7 +208,7 @@ def merge_shards(shards: list[Path], out: Path, questions: list[Question]) -> Pa
         if diff or spec_a != spec_b:
             raise InputError(f"shard differs from {shards[0]} in {diff or ['spec']}",
                              file=str(path), field=(diff or ["spec"])[0])
-    df = pd.concat([pd.read_parquet(p) for p in shards], ignore_index=True)
+    df = pd.concat(frames, ignore_index=True)
     order = {q.id: i for i, q in enumerate(questions)}
     counts = df.groupby("question_id").size()
     n_sub = 2 ** metas[0]["K"]
@@ -202,6 +226,19 @@ def merge_shards(shards: list[Path], out: Path, questions: list[Question]) -> Pa
 
 
 # ---- load ------------------------------------------------------------------------------------
+def require_question_ids(ids, questions: list[Question], file: str) -> None:
+    """The table's question ids are exactly the benchmark's: none missing, none foreign."""
+    have, want = set(ids), [q.id for q in questions]
+    lacking = [i for i in want if i not in have]
+    wanted = set(want)
+    foreign = sorted(i for i in have if i not in wanted)
+    if lacking or foreign:
+        raise InputError(f"table and benchmark disagree on the questions ({len(lacking)} of the "
+                         f"benchmark's {len(want)} missing from the table, {len(foreign)} not "
+                         f"in the benchmark); rebuild it: {REBUILD}", file=file,
+                         record=(lacking or foreign)[0], field="question_id")
+
+
 @dataclass
 class RewardTable:
     """A loaded table as dense [N, 2^K] arrays (row i = question_ids[i], column = mask)."""
@@ -218,14 +255,19 @@ class RewardTable:
         return self.splits == name
 
 
-def load_reward_table(path: str | Path, tools_cfg: ToolsConfig) -> RewardTable:
-    """Load and validate: built for this tool set, one row per (question, subset), complete."""
+def load_reward_table(path: str | Path, tools_cfg: ToolsConfig,
+                      questions: list[Question] | None = None) -> RewardTable:
+    """Load and validate: built for this tool set, one row per (question, subset), complete.
+
+    Given the benchmark's `questions` (train and table-stats pass them), the table must also
+    cover exactly those question ids, each with the content digest it has now.
+    """
     path = Path(path)
     if not path.exists():
         raise InputError("reward table not found (run `dvc repro reward_table`)", file=str(path))
-    meta = read_parquet_metadata(path)
+    meta = read_parquet_metadata(path, rebuild="`dvc repro reward_table`")
     require_fingerprint(meta, tools_cfg, str(path), "the reward_table stage")
-    df = pd.read_parquet(path)
+    df = read_parquet(path, rebuild="`dvc repro reward_table`")
     n_sub = 2 ** len(tools_cfg.names)
     dup = df.duplicated(["question_id", "mask"])
     if dup.any():
@@ -242,6 +284,9 @@ def load_reward_table(path: str | Path, tools_cfg: ToolsConfig) -> RewardTable:
         raise InputError(f"{len(short)} question(s) lack cells: {short.index[0]} has "
                          f"{short.iloc[0]} of {n_sub} subsets", file=str(path),
                          record=short.index[0], field="mask")
+    require_digests(df, questions or [], str(path), REBUILD)
+    if questions is not None:
+        require_question_ids(counts.index, questions, str(path))
     df = df.sort_values(["question_id", "mask"], kind="stable")
     ids = df.question_id.iloc[::n_sub].tolist()
     first = df.iloc[::n_sub]

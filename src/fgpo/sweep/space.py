@@ -47,7 +47,7 @@ def _field_type(path: str) -> Any:
         fields = {f.name: f for f in dataclasses.fields(cls)} if dataclasses.is_dataclass(cls) else {}
         if part not in fields:
             raise InputError(f"unknown parameter {path!r} (no train.{path} in TrainConfig)",
-                             file="params.yaml", field=f"sweep.space.{path}")
+                             field=f"sweep.space.{path}")
         hint = fields[part].default_factory() if fields[part].default_factory is not \
             dataclasses.MISSING else fields[part].default
         cls = type(hint)
@@ -57,30 +57,30 @@ def _field_type(path: str) -> Any:
 def parse_space(raw: dict[str, dict[str, Any]]) -> list[Dimension]:
     """Dimensions from the params.yaml mapping; unknown names and empty ranges are refused."""
     if not raw:
-        raise InputError("empty search space", file="params.yaml", field="sweep.space")
+        raise InputError("empty search space", field="sweep.space")
     dims = []
     for name, spec in raw.items():
         where = f"sweep.space.{name}"
         default = _field_type(name)
         if dataclasses.is_dataclass(default):
-            raise InputError(f"{name!r} is a section, not a parameter", file="params.yaml",
+            raise InputError(f"{name!r} is a section, not a parameter",
                              field=where)
         spec = dict(spec or {})
         kind = spec.pop("type", None)
         if kind not in KINDS:
-            raise InputError(f"type must be one of {list(KINDS)}", file="params.yaml", field=where)
+            raise InputError(f"type must be one of {list(KINDS)}", field=where)
         try:
             dim = Dimension(name=name, type=kind, **spec)
         except TypeError as exc:
-            raise InputError(str(exc), file="params.yaml", field=where) from exc
+            raise InputError(str(exc), field=where) from exc
         if kind == "categorical":
             if not dim.choices:
-                raise InputError("empty choices", file="params.yaml", field=where)
+                raise InputError("empty choices", field=where)
         elif dim.low is None or dim.high is None or not dim.low < dim.high:
             raise InputError(f"empty range [{dim.low}, {dim.high}]: need low < high",
-                             file="params.yaml", field=where)
+                             field=where)
         elif dim.log and dim.low <= 0:
-            raise InputError("a log range needs low > 0", file="params.yaml", field=where)
+            raise InputError("a log range needs low > 0", field=where)
         dims.append(dim)
     return dims
 

@@ -1,9 +1,16 @@
 """An Optuna study per (method, reasoner, benchmark): TPE + median pruning on validation accuracy.
 
 Storage is any SQLAlchemy URL (default an SQLite file in the repo; PostgreSQL for many workers on
-many machines); the same study resumes with `load_if_exists`. Heartbeats mark the trial of a
-killed worker as failed and re-queue it once. MLflow: one parent run per study, each trial a
-nested run with its params, intermediate and final metrics and its Optuna state.
+many machines); the same study resumes with `load_if_exists`. MLflow: one parent run per study,
+each trial a nested run with its params, intermediate and final metrics and its Optuna state.
+
+A killed worker's trial is failed and re-queued once (with the same params), and its MLflow run
+marked FAILED, in one of two ways:
+- heartbeats: any worker of the study that starts a trial fails the trials whose heartbeat is
+  older than `grace_period` (Optuna's stale-trial check);
+- at start-up, a worker fails at once the RUNNING trials of a worker process on the same host
+  that no longer exists, so a single worker restarted after a kill retries the killed trial
+  first, without waiting out the grace period.
 """
 
 from __future__ import annotations
@@ -19,6 +26,7 @@ import optuna
 from optuna.storages import RDBStorage, RetryHeartbeatStaleTrialCallback
 
 from fgpo.errors import InputError
+from fgpo.redact import redact_text, redact_url, url_with_password_from_env
 from fgpo.seqio import atomic_write_text
 from fgpo.sweep.space import Dimension, apply, parse_space, space_hash
 from fgpo.train.config import TrainConfig
@@ -40,7 +48,12 @@ class SweepConfig:
     eval_every: int = 10
     """Validation (and pruning) every N steps of a trial."""
     storage: str = "sqlite:///sweeps/optuna.db"
-    """SQLAlchemy URL of the study storage, e.g. postgresql://user:pass@host/db."""
+    """SQLAlchemy URL of the study storage, e.g. postgresql://user@host/db. `--storage` and then
+    the environment variable FGPO_OPTUNA_STORAGE override it. Keep passwords out of params.yaml:
+    name the variable holding it in `storage_password_env`. Logged and printed redacted."""
+    storage_password_env: str = ""
+    """Name of an environment variable holding the storage password, inserted into the URL's
+    user info at connect time (e.g. FGPO_OPTUNA_PASSWORD); "" = none."""
     n_startup_trials: int = 3
     """MedianPruner: trials that complete before pruning starts."""
     n_warmup_steps: int = 10
@@ -53,16 +66,19 @@ class SweepConfig:
     and re-queued once (a killed worker's trial is not lost)."""
     grace_period: int = 120
     apply_best: bool = False
-    """The train stage trains each setting with its study's best params
-    (sweeps/best/<method>/<reasoner>/<benchmark>.json) where one exists."""
+    """The train stage trains each setting with the best params of its canonical study
+    (sweeps/best/<method>-<reasoner>-<benchmark>.json) where one exists; studies under
+    another --study-name write sweeps/best/<study>.json and are never applied."""
     space: dict[str, dict[str, Any]] = field(default_factory=dict)
     """name -> {type: float|int|categorical, low, high, log, choices}; names are dotted paths
     into the train section (learning_rate, policy.lora_r, grpo.clip_eps, ...)."""
 
     def __post_init__(self) -> None:
         if self.n_trials < 1 or self.steps < 1 or self.eval_every < 1:
-            raise InputError("n_trials, steps and eval_every must be >= 1", file="params.yaml",
-                             field="sweep")
+            raise InputError("n_trials, steps and eval_every must be >= 1", field="sweep")
+        if self.heartbeat_interval < 1 or self.grace_period <= self.heartbeat_interval:
+            raise InputError("need heartbeat_interval >= 1 and grace_period > heartbeat_interval",
+                             field="sweep.grace_period")
 
     def dimensions(self, method: str) -> list[Dimension]:
         """The shared dimensions plus those of `method` (grpo.* only for GRPO)."""
@@ -73,20 +89,85 @@ def study_name(method: str, reasoner: str, benchmark: str) -> str:
     return f"{method}-{reasoner}-{benchmark}"
 
 
+STORAGE_ENV = "FGPO_OPTUNA_STORAGE"
+
+
+def resolve_storage(cli: str | None, cfg: SweepConfig) -> str:
+    """The storage URL actually used: --storage, else $FGPO_OPTUNA_STORAGE, else sweep.storage;
+    then the password from `sweep.storage_password_env` when that names a variable."""
+    url = cli or os.environ.get(STORAGE_ENV) or cfg.storage
+    return url_with_password_from_env(url, cfg.storage_password_env)
+
+
+class RetryAndEndRun(RetryHeartbeatStaleTrialCallback):
+    """Optuna's retry of a stale trial, plus: the trial's nested MLflow run is marked FAILED."""
+
+    def __call__(self, study: optuna.Study, trial: optuna.trial.FrozenTrial) -> None:
+        super().__call__(study, trial)
+        _end_trial_run(trial)
+
+
+def _end_trial_run(trial: optuna.trial.FrozenTrial) -> None:
+    run_id = trial.user_attrs.get("mlflow_run_id")
+    if run_id:
+        from fgpo.tracking import end_if_running
+        try:
+            end_if_running(run_id, "FAILED")
+        except Exception:  # noqa: BLE001 - the study must go on without MLflow
+            pass
+
+
 def open_storage(url: str, cfg: SweepConfig) -> RDBStorage:
     """The RDB storage with heartbeats; an unreachable or invalid URL is a clear error."""
     if url.startswith("sqlite:///"):
         Path(url[len("sqlite:///"):]).parent.mkdir(parents=True, exist_ok=True)
     try:
-        retry = RetryHeartbeatStaleTrialCallback(max_retry=1)
         return RDBStorage(url, heartbeat_interval=cfg.heartbeat_interval,
-                          grace_period=cfg.grace_period, heartbeat_stale_trial_callback=retry,
+                          grace_period=cfg.grace_period,
+                          heartbeat_stale_trial_callback=RetryAndEndRun(max_retry=1),
                           engine_kwargs={"pool_pre_ping": True})
     except Exception as exc:  # SQLAlchemy raises many types; name the URL (without password)
-        safe = url.split("@")[-1] if "@" in url else url
         raise InputError(f"cannot open study storage ({type(exc).__name__}: "
-                         f"{str(exc).splitlines()[0][:200]})", file=safe,
+                         f"{redact_text(str(exc).splitlines()[0])[:200]})", file=redact_url(url),
                          field="sweep.storage") from None
+
+
+def recover_dead_workers(study: optuna.Study) -> list[int]:
+    """Fail (and re-queue once) the RUNNING trials of dead worker processes on this host.
+
+    Trials record their worker as host:pid; on the same host a pid that no longer exists is a
+    killed worker. Other hosts' trials are left to the heartbeat check. Returns trial numbers.
+    """
+    host, failed = socket.gethostname(), []
+    for t in study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.RUNNING,)):
+        worker_host, _, pid = str(t.user_attrs.get("worker", "")).rpartition(":")
+        if worker_host != host or not pid.isdigit() or _pid_alive(int(pid)):
+            continue
+        try:
+            if not study._storage.set_trial_state_values(t._trial_id,
+                                                         state=optuna.trial.TrialState.FAIL):
+                continue
+        except optuna.exceptions.UpdateFinishedTrialError:  # another worker got there first
+            continue
+        frozen = study._storage.get_trial(t._trial_id)
+        RetryAndEndRun(max_retry=1)(study, frozen)
+        failed.append(t.number)
+    # trials failed by the heartbeat check in a process that died before ending their runs
+    for t in study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.FAIL,)):
+        _end_trial_run(t)
+    return failed
+
+
+def _pid_alive(pid: int) -> bool:
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 def open_study(name: str, storage: RDBStorage, dims: list[Dimension], cfg: SweepConfig
@@ -149,6 +230,7 @@ def run_sweep(method: str, reasoner: str, benchmark: str, train_cfg: TrainConfig
     name = name or study_name(method, reasoner, benchmark)
     storage = open_storage(storage_url, cfg)
     study = open_study(name, storage, dims, cfg)
+    recover_dead_workers(study)
     base = replace(train_cfg, steps=cfg.steps, eval_every=cfg.eval_every,
                    checkpoint_every=cfg.steps, seeds=train_cfg.seeds[:1])
     tags = {"method": method, "reasoner": reasoner, "benchmark": benchmark, "study": name,
@@ -156,8 +238,10 @@ def run_sweep(method: str, reasoner: str, benchmark: str, train_cfg: TrainConfig
     parent = None
     if tracking:
         parent_id = study.user_attrs.get("mlflow_parent_run_id")
+        # the storage actually used (Tracker redacts its password)
+        logged = asdict(replace(cfg, storage=storage_url))
         parent = Tracker("fgpo-sweeps", f"sweep-{name}", {**tags, "kind": "study"},
-                         {"sweep": asdict(cfg), "method": method}, run_id=parent_id)
+                         {"sweep": logged, "method": method}, run_id=parent_id)
         if parent_id is None:
             study.set_user_attr("mlflow_parent_run_id", parent.run_id)
 
@@ -184,6 +268,11 @@ def run_sweep(method: str, reasoner: str, benchmark: str, train_cfg: TrainConfig
                 run.set_tags({"optuna_state": "FAIL", "error": f"{type(exc).__name__}: {exc}"[:500]})
                 run.end("FAILED")
             raise
+        except BaseException:  # Ctrl-C or SIGTERM: Optuna fails the trial, MLflow the run
+            if run is not None:
+                run.set_tags({"optuna_state": "FAIL", "error": "interrupted"})
+                run.end("KILLED")
+            raise
         acc, tools = result.final[OBJECTIVE], result.final["val/tools_per_question"]
         if run is not None:
             run.log_metrics({k: v for k, v in result.final.items()
@@ -192,26 +281,41 @@ def run_sweep(method: str, reasoner: str, benchmark: str, train_cfg: TrainConfig
             run.end()
         return (acc, tools) if cfg.multi_objective else acc
 
-    study.optimize(objective, n_trials=n_trials, catch=(Exception,), gc_after_trial=True,
-                   show_progress_bar=True)
-    best = write_best(study, best_out) if best_out else None
-    if parent is not None and best is not None:
-        parent.log_metrics({"best/" + OBJECTIVE: best["value"]}, len(study.trials))
-        parent.set_tags({"best_trial": str(best["trial"]),
-                         "best_params": json.dumps(best["params"], sort_keys=True)[:5000]})
-        parent.end()
+    try:
+        study.optimize(objective, n_trials=n_trials, catch=(Exception,), gc_after_trial=True,
+                       show_progress_bar=True)
+    except BaseException:
+        if parent is not None:
+            parent.end("KILLED")
+        raise
+    best = write_best(study, best_out) if best_out else best_of(study)
+    if parent is not None:
+        if best is not None:
+            parent.log_metrics({"best/" + OBJECTIVE: best["value"]}, len(study.trials))
+            parent.set_tags({"best_trial": str(best["trial"]),
+                             "best_params": json.dumps(best["params"], sort_keys=True)[:5000]})
+        else:
+            parent.set_tags({"best_trial": "none (no trial completed)"})
+        parent.end("FINISHED" if best is not None else "FAILED")
     return study
 
 
-def write_best(study: optuna.Study, path: Path) -> dict[str, Any] | None:
-    """The best trial's params as JSON for `train.sweep_best` (single objective: best value;
-    multi-objective: the Pareto trial with the highest accuracy)."""
+def best_of(study: optuna.Study) -> dict[str, Any] | None:
+    """This study's best trial (single objective: best value; multi-objective: the Pareto
+    trial with the highest accuracy), or None when no trial completed."""
     done = [t for t in study.trials if t.state == optuna.trial.TrialState.COMPLETE]
     if not done:
         return None
     best = study.best_trial if len(study.directions) == 1 else max(study.best_trials,
                                                                     key=lambda t: t.values[0])
-    out = {"study": study.study_name, "trial": best.number, "value": best.values[0],
-           "params": best.params}
-    atomic_write_text(json.dumps(out, indent=1, sort_keys=True) + "\n", path)
+    return {"study": study.study_name, "trial": best.number, "value": best.values[0],
+            "params": best.params}
+
+
+def write_best(study: optuna.Study, path: Path) -> dict[str, Any] | None:
+    """The study's best params as JSON (the file the train stage reads); a study with no
+    completed trial writes nothing and leaves any earlier file alone."""
+    out = best_of(study)
+    if out is not None:
+        atomic_write_text(json.dumps(out, indent=1, sort_keys=True) + "\n", path)
     return out

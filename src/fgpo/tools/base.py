@@ -19,7 +19,7 @@ class ToolsConfig:
         "composition", "motif_scan", "orf_finder", "splice_sites", "restriction_sites",
         "organism_signature"])
     """Tool names in bit order (bit i of a subset mask = names[i]). K = len(names), 1..10.
-    Registered names: see `fgpo tools --list`."""
+    Registered names: see `fgpo list-tools`."""
     max_text_chars: int = 480
     """Upper bound on each tool's prompt text (characters), so a prompt's size stays bounded."""
     jaspar_release: str = "JASPAR2024"
@@ -51,15 +51,20 @@ class ToolsConfig:
     def __post_init__(self) -> None:
         if not 1 <= len(self.names) <= 10:
             raise InputError(f"K must be between 1 and 10, got {len(self.names)}",
-                             file="params.yaml", field="tools.names")
+                             field="tools.names")
         if len(set(self.names)) != len(self.names):
-            raise InputError(f"duplicate tool names in {self.names}", file="params.yaml",
+            raise InputError(f"duplicate tool names in {self.names}",
+                             field="tools.names")
+        unknown = [n for n in self.names if n not in TOOL_REGISTRY]
+        if unknown:  # here, so that the error names the params file (load_section adds it)
+            raise InputError(f"unknown tool name(s) {unknown}; registered: "
+                             f"{sorted(TOOL_REGISTRY)} (see `fgpo list-tools`)",
                              field="tools.names")
         if not 0 < self.motif_fpr < 1 or not 0 < self.splice_fpr < 1:
-            raise InputError("FPR thresholds must be in (0, 1)", file="params.yaml",
+            raise InputError("FPR thresholds must be in (0, 1)",
                              field="tools.motif_fpr")
         if self.workers < 1 or self.chunk_size < 1:
-            raise InputError("workers and chunk_size must be >= 1", file="params.yaml",
+            raise InputError("workers and chunk_size must be >= 1",
                              field="tools.workers")
 
 
@@ -126,8 +131,18 @@ def build_tools(cfg: ToolsConfig) -> list[Tool]:
     unknown = [n for n in cfg.names if n not in TOOL_REGISTRY]
     if unknown:
         raise InputError(f"unknown tool name(s) {unknown}; registered: {sorted(TOOL_REGISTRY)}",
-                         file="params.yaml", field="tools.names")
+                         field="tools.names")
     return [TOOL_REGISTRY[n](cfg) for n in cfg.names]
+
+
+def fingerprint_spec(cfg: ToolsConfig) -> dict[str, Any]:
+    """What the fingerprint hashes: K, each tool's name, version and output-relevant settings,
+    and max_text_chars. Files record it next to the hash (`fingerprint_spec`), so a mismatch
+    can name the settings that differ."""
+    tools = build_tools(cfg)
+    spec = {"K": len(tools), "tools": [[t.name, t.version, t.settings()] for t in tools],
+            "max_text_chars": cfg.max_text_chars}
+    return json.loads(json.dumps(spec, sort_keys=True))  # as it reads back from a file
 
 
 def tool_fingerprint(cfg: ToolsConfig) -> str:
@@ -135,19 +150,65 @@ def tool_fingerprint(cfg: ToolsConfig) -> str:
 
     Reward tables and tool outputs record it; a table built for another tool set is refused.
     """
-    tools = build_tools(cfg)
-    spec = {"K": len(tools), "tools": [[t.name, t.version, t.settings()] for t in tools],
-            "max_text_chars": cfg.max_text_chars}
+    spec = fingerprint_spec(cfg)
     return hashlib.sha256(json.dumps(spec, sort_keys=True).encode()).hexdigest()[:16]
 
 
+def _flat_spec(spec: dict[str, Any]) -> dict[str, Any]:
+    """{setting path: value}: "tools" (names in bit order), "<tool>.version", "<tool>.<key>"."""
+    flat: dict[str, Any] = {"tools": [t[0] for t in spec.get("tools", [])]}
+    for name, version, settings in spec.get("tools", []):
+        flat[f"{name}.version"] = version
+        flat.update({f"{name}.{k}": v for k, v in (settings or {}).items()})
+    flat["max_text_chars"] = spec.get("max_text_chars")
+    return flat
+
+
+def _recorded_spec(meta: dict[str, Any]) -> dict[str, Any] | None:
+    """The spec a file was built with: recorded, or re-derived from its recorded tools config
+    (files written before specs were recorded; versions are then today's). None if neither."""
+    if isinstance(meta.get("fingerprint_spec"), dict):
+        return meta["fingerprint_spec"]
+    if isinstance(meta.get("config"), dict):
+        try:
+            return fingerprint_spec(ToolsConfig(**meta["config"]))
+        except (TypeError, ValueError):
+            return None
+    return None
+
+
+def fingerprint_diff(meta: dict[str, Any], cfg: ToolsConfig) -> list[str] | None:
+    """'setting: recorded -> current' for each setting that differs; None when the file
+    records no settings (only the hash)."""
+    old = _recorded_spec(meta)
+    if old is None:
+        return None
+    before, after = _flat_spec(old), _flat_spec(fingerprint_spec(cfg))
+    missing = object()
+
+    def show(d: dict[str, Any], k: str) -> str:
+        return repr(d[k]) if k in d else "(none)"
+    return [f"{k}: {show(before, k)} -> {show(after, k)}"
+            for k in dict.fromkeys([*before, *after])
+            if before.get(k, missing) != after.get(k, missing)]
+
+
 def require_fingerprint(meta: dict[str, Any], cfg: ToolsConfig, path: str, rerun: str) -> None:
-    """Refuse a file whose recorded tool-set fingerprint differs from the current tools'."""
+    """Refuse a file whose recorded tool-set fingerprint differs from the current tools';
+    the message names the settings that differ (recorded -> current)."""
     want = tool_fingerprint(cfg)
-    if meta.get("fingerprint") != want:
-        raise InputError(f"built for another tool set (fingerprint {meta.get('fingerprint')}, "
-                         f"tools {meta.get('tools')}; current {want}, tools {cfg.names}); "
-                         f"rerun {rerun}", file=path, field="fingerprint")
+    if meta.get("fingerprint") == want:
+        return
+    diff = fingerprint_diff(meta, cfg)
+    if diff:
+        what = "differing settings (recorded -> current): " + "; ".join(diff)
+    elif diff is None:
+        what = (f"tools {meta.get('tools')} -> {cfg.names}; the file records only the hash, "
+                f"so the differing settings cannot be listed")
+    else:
+        what = "same settings: a tool's code version (or the fingerprint scheme) changed"
+    raise InputError(f"built for another tool set (fingerprint {meta.get('fingerprint')}, "
+                     f"current {want}); {what}; rerun {rerun}", file=path, field="fingerprint")
 
 
 def config_dict(cfg: ToolsConfig) -> dict[str, Any]:

@@ -33,7 +33,7 @@ def load_motif(release: str, matrix_id: str) -> bio_motifs.Motif:
     db = jaspardb(release=release)
     motif = db.fetch_motif_by_id(matrix_id)
     if motif is None:
-        raise InputError(f"JASPAR matrix {matrix_id!r} not in {release}", file="params.yaml",
+        raise InputError(f"JASPAR matrix {matrix_id!r} not in {release}",
                          field="tools.motif_ids")
     return motif
 

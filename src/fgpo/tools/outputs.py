@@ -13,10 +13,10 @@ from typing import Any
 import pandas as pd
 from tqdm import tqdm
 
-from fgpo.benchmarks.base import Question, from_frame
+from fgpo.benchmarks.base import Question, from_frame, question_digest, require_digests
 from fgpo.config import DEFAULT_PARAMS, load_section
 from fgpo.errors import InputError
-from fgpo.seqio import atomic_write_parquet, iter_chunks, read_parquet_metadata
+from fgpo.seqio import atomic_write_parquet, iter_chunks, read_parquet, read_parquet_metadata
 from fgpo.tools import ToolOutput, ToolsConfig, build_tools, tool_fingerprint
 from fgpo.tools.base import config_dict, require_fingerprint
 
@@ -28,22 +28,23 @@ def _init_worker(cfg: ToolsConfig) -> None:
     _WORKER_TOOLS = build_tools(cfg)
 
 
-def _run_chunk(chunk: list[tuple[str, dict[str, str]]]) -> list[dict[str, Any]]:
+def _run_chunk(chunk: list[tuple[str, str, dict[str, str]]]) -> list[dict[str, Any]]:
     rows = []
-    for qid, seqs in chunk:
+    for qid, digest, seqs in chunk:
         for tool in _WORKER_TOOLS:
             out = tool.run(seqs)
-            rows.append({"question_id": qid, "tool": tool.name, "text": out.text,
-                         "data": json.dumps(out.data, sort_keys=True)})
+            rows.append({"question_id": qid, "question_digest": digest, "tool": tool.name,
+                         "text": out.text, "data": json.dumps(out.data, sort_keys=True)})
     return rows
 
 
 def run_tools(questions: list[Question], cfg: ToolsConfig, progress: bool = True) -> pd.DataFrame:
-    """Long table (question_id, tool, text, data-as-JSON), one row per question x tool."""
+    """Long table (question_id, question_digest, tool, text, data-as-JSON), one row per
+    question x tool; the digest ties each row to the question content it was computed for."""
     tools = build_tools(cfg)
     for t in tools:  # warm the threshold cache once in the parent, not in every worker
         t.run({"seq": "ACGT" * 10})
-    work = [(q.id, q.sequences) for q in questions]
+    work = [(q.id, question_digest(q), q.sequences) for q in questions]
     chunks = list(iter_chunks(work, cfg.chunk_size))
     rows: list[dict[str, Any]] = []
     bar = tqdm(total=len(work), desc="tools", unit="q", disable=not progress)
@@ -58,16 +59,22 @@ def run_tools(questions: list[Question], cfg: ToolsConfig, progress: bool = True
                 rows.extend(res)
                 bar.update(len(chunk))
     bar.close()
-    return pd.DataFrame(rows, columns=["question_id", "tool", "text", "data"])
+    return pd.DataFrame(rows, columns=["question_id", "question_digest", "tool", "text", "data"])
 
 
-def load_tool_outputs(path: str | Path, cfg: ToolsConfig) -> dict[str, dict[str, ToolOutput]]:
-    """{question_id: {tool name: ToolOutput}}; refuses outputs built for another tool set."""
+def load_tool_outputs(path: str | Path, cfg: ToolsConfig, questions: list[Question] | None = None
+                      ) -> dict[str, dict[str, ToolOutput]]:
+    """{question_id: {tool name: ToolOutput}}; refuses outputs built for another tool set, and
+    outputs of a question whose content (digest) differs from `questions`' (e.g. re-imported)."""
     path = Path(path)
     if not path.exists():
         raise InputError("tool outputs not found (run `dvc repro tools`)", file=str(path))
-    require_fingerprint(read_parquet_metadata(path), cfg, str(path), "the tools stage")
-    df = pd.read_parquet(path)
+    rebuild = "`dvc repro tools`"
+    require_fingerprint(read_parquet_metadata(path, rebuild=rebuild), cfg, str(path),
+                        "the tools stage")
+    df = read_parquet(path, rebuild=rebuild)
+    require_digests(df, questions or [], str(path),
+                    f"`fgpo tools {path.stem}` (or `dvc repro tools`)")
     out: dict[str, dict[str, ToolOutput]] = {}
     for r in df.itertuples(index=False):
         out.setdefault(r.question_id, {})[r.tool] = ToolOutput(r.text, json.loads(r.data))
@@ -84,7 +91,7 @@ def main(name: str, params: Path = DEFAULT_PARAMS, bench_dir: Path = Path("data/
     src = bench_dir / f"{name}.parquet"
     if not src.exists():
         raise InputError("benchmark not found (run `dvc repro prepare`)", file=str(src))
-    questions = from_frame(pd.read_parquet(src), source=str(src))
+    questions = from_frame(read_parquet(src, rebuild="`dvc repro prepare`"), source=str(src))
     df = run_tools(questions, cfg)
     meta = {"benchmark": name, "fingerprint": tool_fingerprint(cfg), "tools": cfg.names,
             "K": len(cfg.names), "config": config_dict(cfg)}

@@ -16,7 +16,7 @@ from fgpo.tools.base import Tool, register
 def enzyme_batch(names: tuple[str, ...]) -> Restriction.RestrictionBatch:
     bad = [n for n in names if not hasattr(Restriction, n)]
     if bad:
-        raise InputError(f"unknown restriction enzyme(s) {bad}", file="params.yaml",
+        raise InputError(f"unknown restriction enzyme(s) {bad}",
                          field="tools.enzymes")
     return Restriction.RestrictionBatch([getattr(Restriction, n) for n in names])
 

@@ -2,22 +2,50 @@
 
 Default store: `sqlite:///mlruns/mlflow.db` with artifacts under `mlruns/artifacts` (MLflow 3
 refuses the old file store unless forced); `MLFLOW_TRACKING_URI` switches to a tracking server.
+
+Three things MLflow's client does not do for us:
+- a fresh SQLite store is created (schema migrations) by the first process that opens it; two
+  processes starting together both migrate and one crashes, so `open_client` creates it under
+  a file lock;
+- a resumed run must not log the metric points it already has (a kill after step 46 and a
+  resume from the step-40 checkpoint would otherwise log steps 41..46 twice);
+- credentials in params or tags (a storage URL with a password) are redacted before logging.
 """
 
 from __future__ import annotations
 
 import os
+import signal
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import mlflow
+from filelock import FileLock
 from mlflow.tracking import MlflowClient
 
+from fgpo.redact import redact, redact_url
+
 MLRUNS = Path("mlruns")
+TERMINAL = ("FINISHED", "FAILED", "KILLED")
 
 
 def default_tracking_uri(root: Path = MLRUNS) -> str:
     return os.environ.get("MLFLOW_TRACKING_URI") or f"sqlite:///{root.resolve() / 'mlflow.db'}"
+
+
+def open_client(uri: str) -> MlflowClient:
+    """A client whose store exists: a new SQLite store is created once, under a file lock."""
+    if uri.startswith("sqlite:///"):
+        db = Path(uri[len("sqlite:///"):])
+        db.parent.mkdir(parents=True, exist_ok=True)
+        with FileLock(str(db) + ".init.lock", timeout=300):
+            client = MlflowClient(uri)
+            client.search_experiments(max_results=1)  # creates and migrates the schema
+        return client
+    return MlflowClient(uri)
 
 
 def flatten(d: dict[str, Any], prefix: str = "") -> dict[str, Any]:
@@ -31,6 +59,36 @@ def flatten(d: dict[str, Any], prefix: str = "") -> dict[str, Any]:
     return out
 
 
+def end_if_running(run_id: str, status: str = "KILLED", uri: str | None = None) -> bool:
+    """Mark an orphaned run (its process died) as ended; True when it was still RUNNING."""
+    client = open_client(uri or default_tracking_uri())
+    try:
+        run = client.get_run(run_id)
+    except mlflow.exceptions.MlflowException:
+        return False
+    if run.info.status in TERMINAL:
+        return False
+    client.set_tag(run_id, "orphaned", "process ended before the run did")
+    client.set_terminated(run_id, status=status)
+    return True
+
+
+@contextmanager
+def sigterm_as_exit() -> Iterator[None]:
+    """SIGTERM (a scheduler or `kill`) raises SystemExit, so runs end as KILLED, not RUNNING."""
+    def handler(signum, frame):  # noqa: ARG001
+        raise SystemExit(128 + signum)
+    try:
+        previous = signal.signal(signal.SIGTERM, handler)
+    except ValueError:  # not the main thread: leave signals alone
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
 class Tracker:
     """A thin wrapper: start (or resume) a run, log batched metrics, artifacts, end."""
 
@@ -38,23 +96,28 @@ class Tracker:
                  params: dict[str, Any], uri: str | None = None, run_id: str | None = None,
                  root: Path = MLRUNS, parent_run_id: str | None = None) -> None:
         self.uri = uri or default_tracking_uri(root)
-        if self.uri.startswith("sqlite:///"):
-            Path(self.uri[len("sqlite:///"):]).parent.mkdir(parents=True, exist_ok=True)
-        self.client = MlflowClient(self.uri)
+        self.client = open_client(self.uri)
+        self._logged: set[tuple[str, int]] = set()
         exp_id = self._experiment_id(experiment, root)
         if run_id is None:
-            all_tags = dict(tags)
+            all_tags = {k: str(v) for k, v in redact(dict(tags)).items()}
             if parent_run_id:
                 all_tags["mlflow.parentRunId"] = parent_run_id
             run = self.client.create_run(exp_id, run_name=run_name, tags=all_tags)
             run_id = run.info.run_id
-            flat = flatten(params)
+            flat = flatten(redact(params))
             items = [mlflow.entities.Param(k, str(v)[:6000]) for k, v in flat.items()]
             for i in range(0, len(items), 100):
                 self.client.log_batch(run_id, params=items[i:i + 100])
-        else:
+        else:  # resume: remember what is logged so that no point is logged twice
+            for key in self.client.get_run(run_id).data.metrics:
+                self._logged.update((key, m.step)
+                                    for m in self.client.get_metric_history(run_id, key))
             self.client.update_run(run_id, status="RUNNING")
         self.run_id = run_id
+
+    def __repr__(self) -> str:
+        return f"Tracker(uri={redact_url(self.uri)!r}, run_id={self.run_id!r})"
 
     def _experiment_id(self, name: str, root: Path) -> str:
         exp = self.client.get_experiment_by_name(name)
@@ -68,9 +131,9 @@ class Tracker:
             return self.client.get_experiment_by_name(name).experiment_id
 
     def log_metrics(self, metrics: dict[str, float], step: int) -> None:
-        import time
         ts = int(time.time() * 1000)
-        items = [mlflow.entities.Metric(k, float(v), ts, step) for k, v in metrics.items()]
+        items = [mlflow.entities.Metric(k, float(v), ts, step) for k, v in metrics.items()
+                 if (k, step) not in self._logged]
         for i in range(0, len(items), 500):
             self.client.log_batch(self.run_id, metrics=items[i:i + 500])
 
@@ -81,7 +144,7 @@ class Tracker:
             self.client.log_artifact(self.run_id, str(path), artifact_path)
 
     def set_tags(self, tags: dict[str, str]) -> None:
-        for k, v in tags.items():
+        for k, v in redact(dict(tags)).items():
             self.client.set_tag(self.run_id, k, v)
 
     def end(self, status: str = "FINISHED") -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from fgpo.config import check_number
 from fgpo.errors import InputError
 from fgpo.policy.base import PolicyConfig
 
@@ -69,22 +70,63 @@ class TrainConfig:
     grpo: GRPOConfig = field(default_factory=GRPOConfig)
 
     def __post_init__(self) -> None:
+        """Validate every bounded setting before any work (model loading, data, tracking)."""
+        if not isinstance(self.methods, list) or not self.methods:
+            raise InputError(f"methods must be a non-empty list, got {self.methods!r}; list one "
+                             f"or more of {list(METHODS)}", field="train.methods")
         bad = [m for m in self.methods if m not in METHODS]
         if bad:
             raise InputError(f"unknown method(s) {bad}; choose from {list(METHODS)}",
-                             file="params.yaml", field="train.methods")
-        if self.steps < 1 or self.batch_size < 1:
-            raise InputError("steps and batch_size must be >= 1", file="params.yaml",
-                             field="train.steps")
+                             field="train.methods")
+        if len(set(self.methods)) != len(self.methods):
+            raise InputError(f"methods must be unique, got {self.methods}; list each method "
+                             f"once", field="train.methods")
+        if not isinstance(self.seeds, list) or not self.seeds:
+            raise InputError(f"seeds must be a non-empty list of integers, got {self.seeds!r}; "
+                             f"e.g. seeds: [0, 1, 2]", field="train.seeds")
+        for s in self.seeds:
+            check_number(s, "train.seeds", "seeds must be integers, e.g. [0, 1, 2]",
+                         integer=True)
+        if len(set(self.seeds)) != len(self.seeds):
+            dup = sorted({s for s in self.seeds if self.seeds.count(s) > 1})
+            raise InputError(f"seeds must be unique, got {self.seeds} ({dup} repeated: a "
+                             f"repeated seed reruns the same run); list each seed once",
+                             field="train.seeds")
+        check_number(self.steps, "train.steps", "set the number of optimiser steps, e.g. 60",
+                     ge=1, integer=True)
+        check_number(self.batch_size, "train.batch_size", "set the questions per step, e.g. "
+                     "16 (at most the train split's size)", ge=1, integer=True)
+        check_number(self.learning_rate, "train.learning_rate", "set a positive learning "
+                     "rate, e.g. 1.0e-3 (a negative one ascends the loss)", gt=0)
+        check_number(self.head_lr_mult, "train.head_lr_mult", "set a positive multiplier, e.g. "
+                     "10 (1 = the head learns at learning_rate)", gt=0)
+        check_number(self.weight_decay, "train.weight_decay", "set 0 for no weight decay, or "
+                     "a positive value, e.g. 0.01", ge=0)
+        check_number(self.warmup_ratio, "train.warmup_ratio", "set the fraction of steps of "
+                     "warm-up in [0, 1), e.g. 0.1 (0 = no warm-up)", ge=0, lt=1)
         if self.lr_schedule not in ("constant", "linear", "cosine"):
-            raise InputError("lr_schedule must be constant, linear or cosine",
-                             file="params.yaml", field="train.lr_schedule")
-        if self.grpo.group_size < 2:
-            raise InputError("GRPO needs group_size >= 2 (a group of one has no std)",
-                             file="params.yaml", field="train.grpo.group_size")
-        if self.grpo.inner_epochs < 1 or self.grpo.temperature <= 0:
-            raise InputError("inner_epochs >= 1 and temperature > 0 required",
-                             file="params.yaml", field="train.grpo")
-        if not 0 <= self.warmup_ratio < 1:
-            raise InputError("warmup_ratio must be in [0, 1)", file="params.yaml",
-                             field="train.warmup_ratio")
+            raise InputError(f"lr_schedule must be constant, linear or cosine, got "
+                             f"{self.lr_schedule!r}", field="train.lr_schedule")
+        check_number(self.max_grad_norm, "train.max_grad_norm", "set a positive clip norm, "
+                     "e.g. 1.0 (a large value effectively turns clipping off)", gt=0)
+        check_number(self.beta, "train.beta", "set 0 to drop the KL term, or a positive "
+                     "coefficient, e.g. 0.01", ge=0)
+        check_number(self.entropy_coef, "train.entropy_coef", "set 0 for no entropy bonus, or "
+                     "a positive coefficient, e.g. 0.01", ge=0)
+        check_number(self.eps, "train.eps", "set a small positive value, e.g. 1.0e-6", gt=0)
+        check_number(self.eval_every, "train.eval_every", "validate every N >= 1 steps (and "
+                     "at the end); set it to train.steps to validate only at the end",
+                     ge=1, integer=True)
+        check_number(self.checkpoint_every, "train.checkpoint_every", "checkpoint every "
+                     "N >= 1 steps (and at the end); set it to train.steps to checkpoint only "
+                     "at the end", ge=1, integer=True)
+        check_number(self.threads, "train.threads", "set the torch CPU threads, e.g. 2",
+                     ge=1, integer=True)
+        check_number(self.grpo.group_size, "train.grpo.group_size", "GRPO needs at least two "
+                     "samples per group (a group of one has no std), e.g. 8", ge=2, integer=True)
+        check_number(self.grpo.clip_eps, "train.grpo.clip_eps", "set a positive PPO clip "
+                     "range, e.g. 0.2", gt=0)
+        check_number(self.grpo.inner_epochs, "train.grpo.inner_epochs", "set the optimiser "
+                     "steps per sampled batch, e.g. 2", ge=1, integer=True)
+        check_number(self.grpo.temperature, "train.grpo.temperature", "set a positive "
+                     "sampling temperature, e.g. 1.0", gt=0)

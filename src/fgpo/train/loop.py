@@ -18,6 +18,7 @@ from tqdm import tqdm
 from transformers import get_scheduler
 
 from fgpo.benchmarks.base import Question
+from fgpo.errors import InputError
 from fgpo.evaluate.metrics import policy_metrics, predict
 from fgpo.policy.base import Policy, build_policy
 from fgpo.rewards.table import RewardTable
@@ -66,11 +67,23 @@ def _trainable_state(policy: Policy) -> dict[str, torch.Tensor]:
     return {k: v.detach().clone() for k, v in policy.state_dict().items() if k in names}
 
 
+def check_run_data(cfg: TrainConfig, data: RunData) -> None:
+    """Refuse settings that only the data can rule out (a batch larger than the train split
+    would otherwise be silently capped at the split's size)."""
+    n_train = len(data.split("train"))
+    if cfg.batch_size > n_train:
+        raise InputError(f"batch_size {cfg.batch_size} exceeds the train split "
+                         f"({n_train} questions); set train.batch_size to at most {n_train}, "
+                         f"or give the benchmark more train questions",
+                         field="train.batch_size")
+
+
 def train_run(method: str, cfg: TrainConfig, data: RunData, seed: int,
               tracker: Tracker | None = None, checkpoint: Path | None = None,
               progress: bool = True) -> RunResult:
     """Train one policy with `method` ('fgpo' | 'grpo') for cfg.steps optimiser steps."""
     # ---- setup: policy, table tensors, reference, optimiser --------------------------------
+    check_run_data(cfg, data)  # before the (slow) policy is built
     torch.set_num_threads(cfg.threads)
     policy = build_policy(cfg.policy, len(data.tool_names), data.tool_names, seed)
     policy.prepare(data.questions)

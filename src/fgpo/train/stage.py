@@ -18,33 +18,25 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from fgpo.benchmarks.base import from_frame
 from fgpo.config import DEFAULT_PARAMS, load_section
 from fgpo.errors import InputError
-from fgpo.rewards.stage import table_path
+from fgpo.rewards.stage import load_questions_and_table, table_path
 from fgpo.rewards.stats import table_stats
-from fgpo.rewards.table import RewardTableConfig, load_reward_table
+from fgpo.rewards.table import RewardTableConfig
 from fgpo.seqio import atomic_write_parquet, atomic_write_text
 from fgpo.tools import ToolsConfig
 from fgpo.train.config import TrainConfig
-from fgpo.train.loop import RunData, RunResult, config_hash, train_run
+from fgpo.train.loop import RunData, RunResult, check_run_data, config_hash, train_run
 
 EXPERIMENT = "fgpo"
 
 
 def load_run_data(reasoner: str, benchmark: str, tools_cfg: ToolsConfig,
                   data: Path = Path("data")) -> RunData:
-    """Questions and their reward table, row-aligned; refuses a missing or foreign table."""
-    table = load_reward_table(table_path(reasoner, benchmark, data / "reward_tables"), tools_cfg)
-    src = data / "benchmarks" / f"{benchmark}.parquet"
-    if not src.exists():
-        raise InputError("benchmark not found (run `dvc repro prepare`)", file=str(src))
-    by_id = {q.id: q for q in from_frame(pd.read_parquet(src), source=str(src))}
-    missing = [i for i in table.question_ids if i not in by_id]
-    if missing or len(by_id) != len(table.question_ids):
-        raise InputError("table and benchmark disagree on the questions; rebuild the table",
-                         file=str(src), record=missing[0] if missing else None)
-    return RunData([by_id[i] for i in table.question_ids], table, tools_cfg.names)
+    """Questions and their reward table, row-aligned; refuses a missing, incomplete or stale
+    table with the same check as `table-stats`."""
+    questions, table = load_questions_and_table(reasoner, benchmark, tools_cfg, data)
+    return RunData(questions, table, tools_cfg.names)
 
 
 def file_md5(path: Path) -> str:
@@ -67,10 +59,10 @@ def git_commit() -> str:
 def swept_params(method: str, reasoner: str, benchmark: str, params: Path) -> dict | None:
     """The setting's best sweep params when `sweep.apply_best` is on and a sweep wrote them."""
     from fgpo.sweep.stage import best_path
-    from fgpo.sweep.study import SweepConfig
+    from fgpo.sweep.study import SweepConfig, study_name
     if not load_section(SweepConfig, "sweep", params).apply_best:
         return None
-    path = best_path(method, reasoner, benchmark)
+    path = best_path(study_name(method, reasoner, benchmark))  # the canonical study's best
     return json.loads(path.read_text()) if path.exists() else None
 
 
@@ -118,7 +110,16 @@ def main(method: str, reasoner: str, benchmark: str, params: Path = DEFAULT_PARA
          plots_root: Path = Path("plots/train"), runs_root: Path = Path("runs"),
          selections_root: Path = Path("data/selections"),
          tracking: bool = True) -> dict[str, Any]:
-    from fgpo.tracking import Tracker
+    from fgpo.tracking import sigterm_as_exit
+    with sigterm_as_exit():  # a `kill` ends the MLflow run as KILLED, not RUNNING for good
+        return _main(method, reasoner, benchmark, params, data, metrics_root, plots_root,
+                     runs_root, selections_root, tracking)
+
+
+def _main(method: str, reasoner: str, benchmark: str, params: Path, data: Path,
+          metrics_root: Path, plots_root: Path, runs_root: Path, selections_root: Path,
+          tracking: bool) -> dict[str, Any]:
+    from fgpo.tracking import Tracker, end_if_running
 
     tools_cfg = load_section(ToolsConfig, "tools", params)
     cfg = load_section(TrainConfig, "train", params)
@@ -130,6 +131,7 @@ def main(method: str, reasoner: str, benchmark: str, params: Path = DEFAULT_PARA
         from fgpo.sweep.space import apply
         cfg = apply(cfg, best["params"])
     run_data = load_run_data(reasoner, benchmark, tools_cfg, data)  # fails before training
+    check_run_data(cfg, run_data)  # e.g. batch_size > the train split: before any MLflow run
     group = load_section(RewardTableConfig, "reward_table", params).group_size
     baselines = {f"baseline/{k}": v for k, v in table_stats(run_data.table, group).items()
                  if k.startswith("test/")}
@@ -141,6 +143,10 @@ def main(method: str, reasoner: str, benchmark: str, params: Path = DEFAULT_PARA
         tracker = None
         if tracking:
             run_id = resumable_run_id(ckpt, config_hash(cfg, method, seed, run_data.table.meta))
+            sidecar = out_dir / "mlflow_run_id"
+            if run_id is None and sidecar.exists():
+                # the previous attempt died before a checkpoint it could resume from
+                end_if_running(sidecar.read_text().strip(), "KILLED")
             tracker = Tracker(EXPERIMENT, f"{method}-{reasoner}-{benchmark}-s{seed}",
                               tags={"method": method, "reasoner": reasoner,
                                     "benchmark": benchmark, "seed": str(seed),
@@ -153,6 +159,7 @@ def main(method: str, reasoner: str, benchmark: str, params: Path = DEFAULT_PARA
                                       "tools": tools_cfg.names, "reasoner": reasoner,
                                       "benchmark": benchmark, "seed": seed},
                               run_id=run_id)
+            atomic_write_text(tracker.run_id + "\n", sidecar)
         try:
             result = train_run(method, cfg, run_data, seed, tracker, ckpt)
         except BaseException:

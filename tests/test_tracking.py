@@ -1,0 +1,122 @@
+"""MLflow tracking and credentials: redaction, resumed runs, orphaned runs, the storage URL."""
+
+from __future__ import annotations
+
+import os
+import signal
+from pathlib import Path
+
+import pytest
+from mlflow.tracking import MlflowClient
+
+from fgpo.errors import InputError
+from fgpo.redact import redact, redact_text, redact_url, url_with_password_from_env
+from fgpo.sweep.study import STORAGE_ENV, SweepConfig, resolve_storage
+from fgpo.tracking import Tracker, end_if_running, open_client, sigterm_as_exit
+
+PLANT = "pl4nted-S3cret"
+
+
+# ---- redaction: hand-written expectations -----------------------------------------------------
+@pytest.mark.parametrize("url, expected", [
+    ("postgresql://fgpo:pw@127.0.0.1:5432/db", "postgresql://fgpo:***@127.0.0.1:5432/db"),
+    ("postgresql+psycopg2://u:p%40ss@h/db?sslmode=require",
+     "postgresql+psycopg2://u:***@h/db?sslmode=require"),
+    ("postgresql://fgpo@host/db", "postgresql://fgpo@host/db"),  # no password: unchanged
+    ("https://api.example/v1?api_key=abc&x=1", "https://api.example/v1?api_key=***&x=1"),
+    ("sqlite:///sweeps/optuna.db", "sqlite:///sweeps/optuna.db"),
+    ("not a url", "not a url"),
+])
+def test_redact_url(url: str, expected: str) -> None:
+    assert redact_url(url) == expected
+
+
+def test_redact_config_and_text() -> None:
+    cfg = {"sweep": {"storage": f"postgresql://u:{PLANT}@h/db", "storage_password_env": "PW",
+                     "n_trials": 3},
+           "reasoner": {"api_key": PLANT, "api_key_env": "OPENAI_API_KEY",
+                        "base_url": f"http://u:{PLANT}@h/v1"}, "list": [f"mysql://a:{PLANT}@b"]}
+    out = redact(cfg)
+    assert PLANT not in repr(out)
+    assert out["sweep"]["storage"] == "postgresql://u:***@h/db"
+    assert out["sweep"]["storage_password_env"] == "PW"  # names a variable, not a secret
+    assert out["reasoner"]["api_key"] == "***" and out["sweep"]["n_trials"] == 3
+    assert redact_text(f"cannot connect to postgresql://u:{PLANT}@h/db: refused") == \
+        "cannot connect to postgresql://u:***@h/db: refused"
+
+
+def test_storage_url_precedence_and_password_from_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    cfg = SweepConfig(storage="sqlite:///a.db")
+    monkeypatch.delenv(STORAGE_ENV, raising=False)
+    assert resolve_storage(None, cfg) == "sqlite:///a.db"
+    monkeypatch.setenv(STORAGE_ENV, "postgresql://u@h/env")
+    assert resolve_storage(None, cfg) == "postgresql://u@h/env"
+    assert resolve_storage("postgresql://u@h/cli", cfg) == "postgresql://u@h/cli"
+    cfg = SweepConfig(storage="postgresql://fgpo@h:1/db", storage_password_env="FGPO_TEST_PW")
+    monkeypatch.delenv(STORAGE_ENV)
+    with pytest.raises(InputError, match="FGPO_TEST_PW"):
+        resolve_storage(None, cfg)
+    monkeypatch.setenv("FGPO_TEST_PW", "p@ss/word")
+    assert resolve_storage(None, cfg) == "postgresql://fgpo:p%40ss%2Fword@h:1/db"
+    with pytest.raises(InputError, match="needs a user"):
+        url_with_password_from_env("postgresql://h/db", "FGPO_TEST_PW")
+
+
+# ---- the MLflow store --------------------------------------------------------------------------
+@pytest.fixture
+def uri(tmp_path: Path) -> str:
+    return f"sqlite:///{tmp_path / 'mlruns' / 'mlflow.db'}"
+
+
+def test_credentials_never_reach_the_mlflow_store(uri: str, tmp_path: Path) -> None:
+    t = Tracker("exp", "run", {"storage": f"postgresql://u:{PLANT}@h/db"},
+                {"sweep": {"storage": f"postgresql://u:{PLANT}@h/db"}, "token": PLANT},
+                uri=uri, root=tmp_path / "mlruns")
+    t.set_tags({"error": f"OperationalError at postgresql://u:{PLANT}@h/db"})
+    t.end()
+    assert PLANT not in repr(t)
+    run = MlflowClient(uri).get_run(t.run_id)
+    assert run.data.params["sweep.storage"] == "postgresql://u:***@h/db"
+    assert run.data.params["token"] == "***"
+    for path in tmp_path.rglob("*"):  # the whole store: the database and any artifact
+        if path.is_file():
+            assert PLANT.encode() not in path.read_bytes(), path
+
+
+def test_resumed_run_does_not_log_a_metric_point_twice(uri: str, tmp_path: Path) -> None:
+    t = Tracker("exp", "run", {}, {}, uri=uri, root=tmp_path / "mlruns")
+    for step in range(1, 7):  # killed after step 6, last checkpoint at step 4
+        t.log_metrics({"train/loss": 1.0 / step}, step)
+    resumed = Tracker("exp", "run", {}, {}, uri=uri, run_id=t.run_id, root=tmp_path / "mlruns")
+    for step in range(5, 11):
+        resumed.log_metrics({"train/loss": 1.0 / step, "val/accuracy": 0.5}, step)
+    resumed.end()
+    client = MlflowClient(uri)
+    steps = sorted(m.step for m in client.get_metric_history(t.run_id, "train/loss"))
+    assert steps == list(range(1, 11))
+    assert len(client.get_metric_history(t.run_id, "val/accuracy")) == 6
+
+
+def test_an_orphaned_run_is_ended_once(uri: str, tmp_path: Path) -> None:
+    t = Tracker("exp", "run", {}, {}, uri=uri, root=tmp_path / "mlruns")  # its process "died"
+    assert end_if_running(t.run_id, "KILLED", uri) is True
+    run = MlflowClient(uri).get_run(t.run_id)
+    assert run.info.status == "KILLED" and "orphaned" in run.data.tags
+    assert end_if_running(t.run_id, "FAILED", uri) is False  # already ended: left alone
+    assert MlflowClient(uri).get_run(t.run_id).info.status == "KILLED"
+    assert end_if_running("0" * 32, "KILLED", uri) is False  # unknown run
+
+
+def test_open_client_creates_a_fresh_store(tmp_path: Path) -> None:
+    uri = f"sqlite:///{tmp_path / 'new' / 'mlflow.db'}"
+    client = open_client(uri)
+    assert (tmp_path / "new" / "mlflow.db").exists()
+    assert client.search_experiments()[0].name == "Default"
+
+
+def test_sigterm_becomes_system_exit() -> None:
+    with pytest.raises(SystemExit) as info, sigterm_as_exit():
+        os.kill(os.getpid(), signal.SIGTERM)  # delivered before the next bytecode
+        signal.pause()  # never reached when the handler raises
+    assert info.value.code == 128 + signal.SIGTERM
+    assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL  # the old handler is back
