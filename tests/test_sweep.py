@@ -207,14 +207,19 @@ def _worker(backbone: str, storage: str, n: int, env: dict, grace: int = 120) ->
 
 
 @pytest.mark.slow
-def test_killed_worker_trial_is_retried_by_the_restarted_worker(tiny_backbone, tmp_path):
-    """One worker, the default grace period (120 s): killed mid-trial and restarted, it fails
-    the dead worker's trial at once (same host, pid gone), retries it with the same params
-    first, and no Optuna trial or MLflow run is left RUNNING."""
+@pytest.mark.parametrize("where", ["same-host", "other-host"])
+def test_killed_worker_trial_is_retried_by_the_restarted_worker(tiny_backbone, tmp_path, where):
+    """Killed mid-trial and restarted, a worker fails the dead worker's trial, retries it with
+    the same params first, and leaves no Optuna trial or MLflow run RUNNING.
+
+    same-host: one worker, the default grace period (120 s); the restarted worker sees the
+    trial's worker pid is gone and retries at once. other-host: the trial looks as if it ran
+    elsewhere, so only its stale heartbeat (grace 2 s here) can tell; Optuna's check fails it."""
     storage = f"sqlite:///{tmp_path / 'o.db'}"
     mlflow_db = f"sqlite:///{tmp_path / 'm.db'}"
     env = {**os.environ, "MLFLOW_TRACKING_URI": mlflow_db}
-    proc = _worker(tiny_backbone, storage, 3, env)
+    grace = 120 if where == "same-host" else 2
+    proc = _worker(tiny_backbone, storage, 3, env, grace=grace)
     deadline = time.time() + 120
     while time.time() < deadline:  # kill it while a trial runs
         time.sleep(0.3)
@@ -229,8 +234,12 @@ def test_killed_worker_trial_is_retried_by_the_restarted_worker(tiny_backbone, t
     killed = [t for t in optuna.load_study(study_name="grpo-synthetic", storage=storage).trials
               if t.state.name == "RUNNING"]
     assert len(killed) == 1
+    if where == "other-host":
+        study = optuna.load_study(study_name="grpo-synthetic", storage=storage)
+        study._storage.set_trial_user_attr(killed[0]._trial_id, "worker", "elsewhere:1")
+        time.sleep(grace + 1)  # its heartbeat is stale now
     start = time.time()
-    resumed = _worker(tiny_backbone, storage, 2, env)
+    resumed = _worker(tiny_backbone, storage, 2, env, grace=grace)
     assert resumed.wait(timeout=300) == 0, resumed.stderr.read()
     assert time.time() - start < 120  # did not wait out the grace period
     trials = optuna.load_study(study_name="grpo-synthetic", storage=storage).trials
