@@ -2,7 +2,8 @@
 
 In one run, with medians over repeats:
   * seconds per optimiser step and per question for FGPO and GRPO (sampling + mu inner steps
-    amortised), same MiniLM + LoRA policy, same batch;
+    amortised), same MiniLM + LoRA policy, same batch, through the train loop's own step
+    (`fgpo.train.loop.optimizer_step`: the estimator's collect and loss, clipping, AdamW);
   * the exact-enumeration overhead: for K = 4..10, the subset head + FGPO loss (forward and
     backward over all 2^K subsets) timed against the backbone forward/backward of the same
     batch; the ratio at K = 6 is the number to watch (target: under about 10%);
@@ -20,6 +21,7 @@ Usage: python bench/bench_train.py [--batch 16] [--repeats 5] [--setting careful
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import statistics
 import time
@@ -29,11 +31,14 @@ import torch
 
 from fgpo.benchmarks import generate
 from fgpo.benchmarks.config import BenchmarkConfig
-from fgpo.policy.base import PolicyConfig, build_policy
+from fgpo.policy import build_policy
+from fgpo.policy.base import PolicyConfig
 from fgpo.policy.heads import FactorizedHead, SubsetHead
 from fgpo.seqio import atomic_write_text
+from fgpo.train.config import TrainConfig
+from fgpo.train.estimators import ESTIMATORS
 from fgpo.train.fgpo import fgpo_loss
-from fgpo.train.grpo import grpo_loss, sample_groups
+from fgpo.train.loop import build_optimizer, optimizer_step, reference_logp, train_run
 
 
 def timed(fn, repeats: int) -> float:
@@ -68,8 +73,7 @@ def pipeline_setting(setting: str, what: str):
     """The pipeline's run data for 'reasoner/benchmark' and the train config; None if unbuilt."""
     from fgpo.config import load_section
     from fgpo.tools import ToolsConfig
-    from fgpo.train.config import TrainConfig
-    from fgpo.train.stage import load_run_data
+    from fgpo.rewards.data import load_run_data
     reasoner, benchmark = setting.split("/")
     try:
         data = load_run_data(reasoner, benchmark, load_section(ToolsConfig, "tools"))
@@ -81,7 +85,6 @@ def pipeline_setting(setting: str, what: str):
 
 def time_to_target(setting: str, repeats: int) -> dict | None:
     """Median seconds for FGPO and GRPO to reach the validation accuracy both reach."""
-    from fgpo.train.loop import train_run
     loaded = pipeline_setting(setting, "time to target")
     if loaded is None:
         return None
@@ -115,7 +118,6 @@ def grpo_budget_to_fgpo(setting: str, table_multiple: float, eval_every: int) ->
     import math
     from dataclasses import replace
 
-    from fgpo.train.loop import train_run
     loaded = pipeline_setting(setting, "GRPO budget run")
     if loaded is None:
         return None
@@ -158,36 +160,32 @@ def main() -> None:
     ap.add_argument("--out", type=Path, default=Path("reports/bench_train.json"))
     args = ap.parse_args()
     torch.set_num_threads(2)
-    cfg = PolicyConfig(lora_layers=[4, 5], max_length=48)
+    cfg = TrainConfig(batch_size=args.batch, lr_schedule="constant", warmup_ratio=0.0,
+                      policy=PolicyConfig(lora_layers=[4, 5], max_length=48))
     qs = generate("genomeqa", BenchmarkConfig(n_questions=args.batch, seed=0), progress=False)
-    policy = build_policy(cfg, 6, [], seed=0)
+    policy = build_policy(cfg.policy, 6, [], seed=0)
     policy.prepare(qs)
     policy.eval()
-    opt = torch.optim.AdamW(policy.trainable_parameters(), lr=1e-4)
     idx = torch.arange(args.batch)
     rewards = torch.rand(args.batch, 64)
-    uniform = torch.full((args.batch, 64), -torch.log(torch.tensor(64.0)))
-    gen = torch.Generator().manual_seed(0)
+    ref_logp = reference_logp("uniform", policy, 64)
+    mu = cfg.grpo.inner_epochs
 
-    def fgpo_step() -> None:
-        loss, _ = fgpo_loss(policy.log_probs(idx), uniform, rewards, beta=0.01)
-        opt.zero_grad()
-        loss.backward()
-        opt.step()
+    def steps_of(method: str):
+        """mu optimiser steps of `method` as train_run takes them (GRPO: one sampled batch of
+        groups, then mu updates on it), on the same batch every time."""
+        optimizer, scheduler = build_optimizer(cfg, policy)
+        estimator = ESTIMATORS[method](cfg, rewards, args.batch, torch.Generator().manual_seed(0))
+        counter = itertools.count()  # step numbers go on: GRPO resamples every mu-th
 
-    def grpo_batch(mu: int = 2, g: int = 8) -> None:
-        with torch.no_grad():
-            masks, old = sample_groups(policy.log_probs(idx), g, 1.0, gen)
-        for _ in range(mu):
-            lp = policy.log_probs(idx)
-            loss, _ = grpo_loss(lp.gather(1, masks), old.gather(1, masks), uniform.gather(1, masks),
-                                rewards.gather(1, masks), 0.2, 0.01)
-            opt.zero_grad()
-            loss.backward()
-            opt.step()
+        def run() -> None:
+            for _ in range(mu):
+                optimizer_step(estimator, policy, optimizer, scheduler, next(counter),
+                               lambda: idx, ref_logp, cfg.max_grad_norm)
+        return run
 
-    t_fgpo = timed(fgpo_step, args.repeats)
-    t_grpo = timed(grpo_batch, args.repeats) / 2  # per optimiser step (mu = 2)
+    t_fgpo = timed(steps_of("fgpo"), args.repeats) / mu  # per optimiser step
+    t_grpo = timed(steps_of("grpo"), args.repeats) / mu  # sampling amortised over mu steps
     report = {"batch": args.batch, "fgpo_s_per_step": t_fgpo, "grpo_s_per_step": t_grpo,
               "fgpo_ms_per_question": 1000 * t_fgpo / args.batch,
               "grpo_ms_per_question": 1000 * t_grpo / args.batch,

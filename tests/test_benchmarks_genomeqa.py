@@ -8,9 +8,9 @@ import pandas as pd
 import pytest
 
 from fgpo.benchmarks import generate
-from fgpo.benchmarks.base import from_frame, to_frame
 from fgpo.benchmarks.config import BenchmarkConfig
 from fgpo.benchmarks.genomeqa import EVIDENCE, FAMILIES
+from fgpo.question import from_frame, to_frame
 from fgpo.seqio import normalise_sequence
 from fgpo.tools import ToolsConfig, build_tools
 

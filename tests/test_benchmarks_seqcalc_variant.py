@@ -15,8 +15,8 @@ from typing import Any
 import pytest
 
 from fgpo.benchmarks import generate, seqcalc, variant
-from fgpo.benchmarks.base import Question
 from fgpo.benchmarks.config import BenchmarkConfig
+from fgpo.question import Question
 from fgpo.tools import TOOL_REGISTRY, ToolsConfig, build_tools
 
 N_PER_FAMILY = 40

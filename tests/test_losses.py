@@ -30,6 +30,23 @@ def _uniform(b: int, s: int) -> torch.Tensor:
 
 
 # ---- FGPO ------------------------------------------------------------------------------------
+def test_exact_sums_are_one_definition_for_torch_and_numpy():
+    """The loss, the training log and the evaluation metrics share these sums."""
+    from fgpo.evaluate.metrics import entropy, expectation, kl_divergence
+    theta, r = _table()
+    logp = torch.log_softmax(theta, -1)
+    p, ref = logp.exp(), _uniform(3, 8)
+    torch.testing.assert_close(expectation(p, r), (p * r).sum(-1))
+    torch.testing.assert_close(kl_divergence(p, logp, ref), (p * (logp - ref)).sum(-1))
+    torch.testing.assert_close(entropy(p, logp), -(p * logp).sum(-1))
+    p_np, logp_np, r_np = p.numpy(), logp.numpy(), r.numpy()  # what the eval metrics pass
+    torch.testing.assert_close(torch.from_numpy(expectation(p_np, r_np)), expectation(p, r))
+    torch.testing.assert_close(torch.from_numpy(entropy(p_np, logp_np)), entropy(p, logp))
+    _, stats = fgpo_loss(logp, ref, r, beta=0.0)
+    assert stats["kl"] == kl_divergence(p, logp, ref).mean()
+    assert stats["entropy"] == entropy(p, logp).mean()
+
+
 def test_fgpo_gradient_is_the_exact_expected_reward_gradient():
     theta, r = _table()
     theta.requires_grad_(True)

@@ -10,10 +10,10 @@ import torch
 from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
 from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
 
-from fgpo.benchmarks.base import Question
 from fgpo.errors import InputError
 from fgpo.policy.base import PolicyConfig, policy_text
 from fgpo.policy.causal_lm import PROMPT_SUFFIX, CausalLMPolicy, verbalise
+from fgpo.question import Question
 
 TOOLS = ["gc_content", "motif_scan", "orf_finder"]
 QUESTIONS = [

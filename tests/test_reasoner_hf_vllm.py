@@ -20,8 +20,8 @@ import torch
 
 os.environ["HF_HUB_OFFLINE"] = "1"
 
-from fgpo.benchmarks.base import Question  # noqa: E402
 from fgpo.errors import InputError  # noqa: E402
+from fgpo.question import Question  # noqa: E402
 from fgpo.reasoners import ReasonerSpec, Request, build_reasoner  # noqa: E402
 from fgpo.reasoners.prompt import SYSTEM, render_messages, render_prompt  # noqa: E402
 from fgpo.tools.base import ToolOutput  # noqa: E402

@@ -12,7 +12,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from fgpo.benchmarks.base import Question
+from fgpo.question import Question
 from fgpo.reasoners import ReasonerError, ReasonerSpec, Request, build_reasoner
 from fgpo.reasoners.prompt import render_messages
 from fgpo.tools.base import ToolOutput

@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 
 from fgpo.benchmarks import generate
-from fgpo.benchmarks.base import Question
 from fgpo.benchmarks.config import BenchmarkConfig
 from fgpo.errors import InputError
+from fgpo.question import Question
 from fgpo.reasoners import ReasonerSpec, Request, build_reasoner
 from fgpo.reasoners.parse import parse_answer
 from fgpo.reasoners.prompt import TEMPLATE_HASH, render_messages, render_prompt

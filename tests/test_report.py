@@ -238,7 +238,7 @@ def test_report_names_the_missing_input_and_bad_params(tmp_path):
     import yaml
 
     from fgpo.errors import InputError
-    from fgpo.report import stage
+    from fgpo.stages import report as stage
     params = yaml.safe_load((REPO / "params.yaml").read_text())
     path = tmp_path / "params.yaml"
     path.write_text(yaml.safe_dump(params))

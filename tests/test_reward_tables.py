@@ -258,7 +258,7 @@ def _changed(q):
 
 def _stage_data(small, tmp_path, table=True):
     """A data/ dir as the stages see it (benchmark, tool outputs, a table) and its params."""
-    from fgpo.benchmarks.base import to_frame
+    from fgpo.question import to_frame
     from fgpo.seqio import atomic_write_parquet
     from fgpo.tools import tool_fingerprint
     from fgpo.tools.base import config_dict
@@ -285,10 +285,10 @@ def _stage_data(small, tmp_path, table=True):
 
 def _both_loaders_refuse(data, params, tmp_path, *needles):
     """`fgpo table-stats`'s loader and `fgpo train`'s refuse, naming each needle."""
-    from fgpo.rewards import stage
-    from fgpo.train.stage import load_run_data
+    from fgpo.rewards.data import load_run_data
+    from fgpo.stages import table_stats
 
-    loaders = {"table-stats": lambda: stage.stats("r", "genomeqa", params, data, tmp_path / "m"),
+    loaders = {"table-stats": lambda: table_stats.main("r", "genomeqa", params, data, tmp_path / "m"),
                "train": lambda: load_run_data("r", "genomeqa", ToolsConfig(), data)}
     for name, load in loaders.items():
         with pytest.raises(InputError) as exc:
@@ -310,7 +310,7 @@ def test_table_lacking_a_whole_question_is_refused_by_stats_and_train(small, tmp
 
 
 def test_table_built_for_other_question_content_is_refused(small, tmp_path):
-    from fgpo.benchmarks.base import to_frame
+    from fgpo.question import to_frame
     from fgpo.seqio import atomic_write_parquet
 
     qs, _, _ = small
@@ -322,8 +322,8 @@ def test_table_built_for_other_question_content_is_refused(small, tmp_path):
 
 
 def test_reward_table_build_refuses_tool_outputs_of_other_question_content(small, tmp_path):
-    from fgpo.benchmarks.base import to_frame
-    from fgpo.rewards import stage
+    from fgpo.question import to_frame
+    from fgpo.stages import reward_table as stage
     from fgpo.seqio import atomic_write_parquet
 
     qs, _, _ = small
@@ -340,7 +340,7 @@ def test_reward_table_build_refuses_tool_outputs_of_other_question_content(small
 
 
 def test_files_without_question_digests_are_refused(small, tmp_path):
-    from fgpo.rewards import stage
+    from fgpo.stages import reward_table as stage
 
     data, params, path = _stage_data(small, tmp_path)
     _rewrite(path, pd.read_parquet(path).drop(columns="question_digest"))

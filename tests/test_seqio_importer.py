@@ -16,10 +16,10 @@ import pandas as pd
 import pyarrow.parquet as pq
 import pytest
 
-from fgpo.benchmarks.base import from_frame
 from fgpo.benchmarks.importer import import_csv, import_fasta_pair
 from fgpo.config import load_section
 from fgpo.errors import InputError
+from fgpo.question import from_frame
 from fgpo.seqio import (atomic_write_parquet, normalise_sequence, read_fasta,
                         read_labelled_csv, read_parquet_metadata)
 from fgpo.tools import ToolsConfig

@@ -15,7 +15,7 @@ import pytest
 import yaml
 
 from fgpo.benchmarks import BENCHMARKS
-from fgpo.benchmarks.base import from_frame
+from fgpo.question import from_frame
 from fgpo.seqio import read_parquet_metadata
 from fgpo.tools import ToolsConfig, tool_fingerprint
 
@@ -105,6 +105,8 @@ def test_dvc_repro_is_incremental(tmp_path):
     dvc_yaml.pop("plots", None)  # the top-level plots name the full reasoner set
     (work / "dvc.yaml").write_text(yaml.safe_dump(dvc_yaml, sort_keys=False))
     shutil.copytree(REPO / "src", work / "src", ignore=shutil.ignore_patterns("__pycache__"))
+    (work / "sweeps").mkdir()
+    shutil.copy(REPO / "sweeps/best.yaml", work / "sweeps")  # committed: a train params file
     small_params(work)
     subprocess.run(["git", "init", "-q"], cwd=work, check=True)
     _dvc("init", "-q", cwd=work)

@@ -16,9 +16,10 @@ import pytest
 from mlflow.tracking import MlflowClient
 
 from fgpo.errors import InputError
-from fgpo.sweep.space import apply, parse_space
+from fgpo.sweep.space import parse_space
 from fgpo.sweep.study import SweepConfig, TrialTracker, open_storage, run_sweep
 from fgpo.train.config import TrainConfig
+from fgpo.train.overrides import apply
 
 sys.path.insert(0, str(Path(__file__).parent))
 from sweep_worker import SPACE, sweep_config  # noqa: E402
@@ -167,8 +168,9 @@ def test_best_params_are_kept_per_study(tiny_backbone, mlflow_uri, tmp_path, mon
     from typer.testing import CliRunner
 
     from fgpo.cli import app
-    from fgpo.sweep import stage
-    from fgpo.train.stage import swept_params
+    from fgpo.stages import sweep as stage
+    from fgpo.stages.train import swept_params
+    from fgpo.train.overrides import read_best
 
     monkeypatch.setattr(stage, "load_run_data", lambda *a, **k: synthetic_data())
     params = _stage_params(tmp_path, tiny_backbone, SPACE)
@@ -178,9 +180,13 @@ def test_best_params_are_kept_per_study(tiny_backbone, mlflow_uri, tmp_path, mon
     assert r.exit_code == 0, r.output
     canonical = tmp_path / "sweeps/best/grpo-synthetic-synthetic.json"
     first = canonical.read_bytes()
+    handoff = tmp_path / "sweeps/best.yaml"  # what the train stage reads (a DVC params file)
+    assert read_best("grpo", "synthetic", "synthetic", handoff) == json.loads(first)
+    handed = handoff.read_bytes()
     r = CliRunner().invoke(app, [*args, "--study-name", "s2"])
     assert r.exit_code == 0, r.output
     assert canonical.read_bytes() == first  # a second study never overwrites the canonical one
+    assert handoff.read_bytes() == handed  # ... nor hands its params to the train stage
     assert json.loads((tmp_path / "sweeps/best/s2.json").read_text())["study"] == "s2"
     # a study whose only trial fails: no best, and it says so instead of another study's best
     failing = {**SPACE, "batch_size": {"type": "categorical", "choices": [10_000]}}
@@ -303,8 +309,8 @@ def test_two_workers_share_one_postgresql_study(tiny_backbone, tmp_path, postgre
 def test_train_stage_reads_the_best_params_when_asked(tmp_path, monkeypatch):
     import yaml
 
-    from fgpo.sweep.space import apply
-    from fgpo.train.stage import swept_params
+    from fgpo.stages.train import swept_params
+    from fgpo.train.overrides import apply, record_best
 
     monkeypatch.chdir(tmp_path)
     params = yaml.safe_load((REPO / "params.yaml").read_text())
@@ -312,9 +318,7 @@ def test_train_stage_reads_the_best_params_when_asked(tmp_path, monkeypatch):
     path.write_text(yaml.safe_dump(params))
     best = {"study": "grpo-r-b", "trial": 3, "value": 0.9,
             "params": {"learning_rate": 0.002, "grpo.clip_eps": 0.25, "policy.lora_r": 4}}
-    out = tmp_path / "sweeps/best/grpo-r-b.json"
-    out.parent.mkdir(parents=True)
-    out.write_text(json.dumps(best))
+    record_best(best, "grpo", "r", "b")  # as `fgpo sweep` does, into sweeps/best.yaml
     assert swept_params("grpo", "r", "b", path) is None  # apply_best is off by default
     params["sweep"]["apply_best"] = True
     path.write_text(yaml.safe_dump(params))

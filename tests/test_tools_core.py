@@ -16,9 +16,9 @@ import pandas as pd
 import pytest
 from Bio.SeqUtils import MeltingTemp
 
-from fgpo.benchmarks.base import Question
 from fgpo.benchmarks.signals import coding_sequence
 from fgpo.errors import InputError
+from fgpo.question import Question
 from fgpo.seqio import atomic_write_parquet
 from fgpo.tools import ToolsConfig, build_tools, tool_fingerprint
 from fgpo.tools.base import config_dict

@@ -12,13 +12,15 @@ import pytest
 import torch
 from transformers import AutoTokenizer, BertConfig, BertModel
 
-from fgpo.benchmarks.base import Question
 from fgpo.errors import InputError
-from fgpo.policy.base import PolicyConfig, build_policy
-from fgpo.policy.base import DEFAULT_BACKBONE, resolve_backbone
-from fgpo.rewards.table import RewardTable
-from fgpo.train.config import GRPOConfig, TrainConfig
-from fgpo.train.loop import RunData, train_run
+from fgpo.policy import build_policy
+from fgpo.policy.base import DEFAULT_BACKBONE, PolicyConfig, resolve_backbone
+from fgpo.question import Question
+from fgpo.rewards.table import RewardTable, RunData
+from fgpo.train.base import Batch
+from fgpo.train.config import METHODS, GRPOConfig, TrainConfig
+from fgpo.train.estimators import ESTIMATORS
+from fgpo.train.loop import train_run
 
 TOOLS = ["composition", "motif_scan", "orf_finder"]  # K = 3: 8 subsets
 BEST = {"gc": 0b001, "motif": 0b010, "orf": 0b110}    # each family's uniquely best subset
@@ -156,6 +158,60 @@ def test_resumed_run_ends_identical_to_an_uninterrupted_one(tiny_backbone, tmp_p
     assert resumed.final == whole.final
 
 
+class _OneSample:
+    """A third estimator, written as a new one would be: REINFORCE with one subset per question
+    (no baseline), drawn from pi; it only implements the fgpo.train.base interface."""
+
+    def __init__(self, cfg, rewards, n_train, generator):
+        self.rewards, self.generator, self.evals = rewards, generator, 0
+
+    def collect(self, step, policy, next_batch):
+        idx = next_batch()
+        with torch.no_grad():
+            masks = torch.multinomial(policy.log_probs(idx).exp(), 1, generator=self.generator)
+        self.evals += len(idx)
+        return _Sampled(idx, masks)
+
+    def loss(self, policy, batch, ref_logp):
+        logp = policy.log_probs(batch.idx)
+        r = self.rewards[batch.idx].gather(1, batch.masks)
+        loss = -(logp.gather(1, batch.masks) * r).mean()
+        return loss, logp, {"zero_signal_frac": (r == 0).float().mean()}
+
+    reward_evals = property(lambda self: self.evals)
+    reward_evals_unique = property(lambda self: self.evals)
+
+    def state_dict(self):
+        return {"evals": self.evals}
+
+    def load_state_dict(self, state):
+        self.evals = state["evals"]
+
+
+class _Sampled(Batch):
+    def __init__(self, idx, masks):
+        super().__init__(idx)
+        self.masks = masks
+
+
+def test_an_estimator_is_one_class_and_one_registry_entry(tiny_backbone, tmp_path, monkeypatch):
+    """The loop knows estimators only through the registry: a new one trains, logs its own
+    counts, checkpoints and resumes with no change to the loop."""
+    assert tuple(ESTIMATORS) == METHODS  # the config accepts exactly the registered ones
+    monkeypatch.setitem(ESTIMATORS, "one_sample", _OneSample)
+    data, cfg = synthetic_data(), tiny_cfg(tiny_backbone, steps=6, checkpoint_every=2)
+    whole = train_run("one_sample", cfg, data, seed=0, progress=False)
+    assert [h["train/reward_evals"] for h in whole.history] == [0, 8, 16, 24, 32, 40, 48]
+    ckpt = tmp_path / "ckpt.pt"
+    with pytest.raises(KeyboardInterrupt):
+        train_run("one_sample", cfg, data, seed=0, tracker=_Interrupt(at=3), checkpoint=ckpt,
+                  progress=False)
+    resumed = train_run("one_sample", cfg, data, seed=0, checkpoint=ckpt, progress=False)
+    assert resumed.history == whole.history and resumed.final == whole.final
+    with pytest.raises(InputError, match="unknown method"):
+        train_run("ppo", cfg, data, seed=0, progress=False)
+
+
 def test_bad_backbone_and_lora_targets_fail_before_training(tiny_backbone, tmp_path):
     data = synthetic_data()  # a train split at least batch_size large (else that fails first)
     with pytest.raises(InputError, match="train.policy.backbone"):
@@ -221,7 +277,7 @@ def test_lora_target_suggestion_lists_only_linear_modules():
     """The suggestion used to show one module from the middle of the list (an activation)."""
     from transformers import BertConfig, BertModel
 
-    from fgpo.policy.encoder import lora_target_regex
+    from fgpo.policy.lora import lora_target_regex
 
     model = BertModel(BertConfig(hidden_size=16, num_hidden_layers=2, num_attention_heads=2,
                                  intermediate_size=32, vocab_size=50))
@@ -238,7 +294,7 @@ def test_pooler_is_never_adapted():
     """BERT's bare `dense` also names the pooler; targets match inside blocks only."""
     from transformers import BertConfig, BertModel
 
-    from fgpo.policy.encoder import lora_target_regex
+    from fgpo.policy.lora import lora_target_regex
     import re
 
     model = BertModel(BertConfig(hidden_size=16, num_hidden_layers=2, num_attention_heads=2,

@@ -1,4 +1,5 @@
-"""`fgpo` command line: one command per pipeline stage (DVC stages call these)."""
+"""`fgpo` command line: one command per pipeline stage (DVC stages call these), each running
+its module of `fgpo.stages`."""
 
 from __future__ import annotations
 
@@ -25,7 +26,7 @@ def prepare(benchmark: str = typer.Argument(..., help="genomeqa | seqcalc | vari
             params: Path = PARAMS,
             out_dir: Path = typer.Option(Path("data/benchmarks"))) -> None:
     """Generate a benchmark -> data/benchmarks/<benchmark>.parquet."""
-    from fgpo.benchmarks import prepare as stage
+    from fgpo.stages import prepare as stage
     try:
         path = stage.main(benchmark, params, out_dir)
     except InputError as exc:
@@ -39,9 +40,9 @@ def tools(benchmark: str = typer.Argument(..., help="benchmark name (data/benchm
           bench_dir: Path = typer.Option(Path("data/benchmarks")),
           out_dir: Path = typer.Option(Path("data/tool_outputs"))) -> None:
     """Run all K tools once on every question -> data/tool_outputs/<benchmark>.parquet."""
-    from fgpo.tools import outputs
+    from fgpo.stages import tools as stage
     try:
-        path = outputs.main(benchmark, params, bench_dir, out_dir)
+        path = stage.main(benchmark, params, bench_dir, out_dir)
     except InputError as exc:
         _fail(exc)
     typer.echo(f"wrote {path}")
@@ -59,12 +60,9 @@ def reward_table(reasoner: str = typer.Argument(..., help="name under reward_tab
                      None, help="merge N finished shards into the stage's table")) -> None:
     """Build (or resume) the exhaustive reward table of one reasoner x benchmark."""
     from fgpo.reasoners import ReasonerError
-    from fgpo.rewards import stage
+    from fgpo.stages import reward_table as stage
     try:
-        if merge:
-            path = stage.merge(reasoner, benchmark, merge, data)
-        else:
-            path = stage.build(reasoner, benchmark, params, data, shard, base_url)
+        path = stage.main(reasoner, benchmark, params, data, shard, base_url, merge)
     except InputError as exc:
         _fail(exc)
     except ReasonerError as exc:
@@ -79,9 +77,9 @@ def table_stats(reasoner: str = typer.Argument(...), benchmark: str = typer.Argu
                 params: Path = PARAMS, data: Path = typer.Option(Path("data")),
                 metrics: Path = typer.Option(Path("metrics/reward_tables"))) -> None:
     """Baselines and zero-signal statistics of a reward table -> metrics JSON."""
-    from fgpo.rewards import stage
+    from fgpo.stages import table_stats as stage
     try:
-        result = stage.stats(reasoner, benchmark, params, data, metrics)
+        result = stage.main(reasoner, benchmark, params, data, metrics)
     except InputError as exc:
         _fail(exc)
     for key, value in result.items():
@@ -95,7 +93,7 @@ def train(method: str = typer.Argument(..., help="fgpo | grpo"),
           params: Path = PARAMS, data: Path = typer.Option(Path("data")),
           no_mlflow: bool = typer.Option(False, "--no-mlflow", help="skip MLflow logging")) -> None:
     """Train a tool-selection policy (every seed), log to MLflow, write metrics and plots."""
-    from fgpo.train import stage
+    from fgpo.stages import train as stage
     try:
         summary = stage.main(method, reasoner, benchmark, params, data, tracking=not no_mlflow)
     except InputError as exc:
@@ -120,7 +118,7 @@ def sweep(method: str = typer.Option(..., help="fgpo | grpo"),
           params: Path = PARAMS, data: Path = typer.Option(Path("data")),
           no_mlflow: bool = typer.Option(False, "--no-mlflow", help="skip MLflow logging")) -> None:
     """Optuna study over LoRA and optimiser settings (start several to run workers)."""
-    from fgpo.sweep import stage
+    from fgpo.stages import sweep as stage
     try:
         study = stage.main(method, reasoner, benchmark, n_trials, storage, study_name,
                            multi_objective, params, data, tracking=not no_mlflow)
@@ -130,9 +128,9 @@ def sweep(method: str = typer.Option(..., help="fgpo | grpo"),
     for t in study.trials:
         states[t.state.name] = states.get(t.state.name, 0) + 1
     typer.echo(f"study {study.study_name}: {states}")
-    from fgpo.sweep.study import best_of
+    from fgpo.sweep.study import best_of, best_path
     best = best_of(study)  # this study's own best, never another study's file
-    path = stage.best_path(study.study_name)
+    path = best_path(study.study_name)
     if best is None:
         typer.echo("no trial completed: no best params written")
     else:
@@ -208,7 +206,7 @@ def report(params: Path = PARAMS, data: Path = typer.Option(Path("data")),
            links_only: bool = typer.Option(False, help="only rewrite reports/mlflow_runs.md")
            ) -> None:
     """FGPO vs GRPO across all settings -> reports/summary.md, figures, metrics/summary.json."""
-    from fgpo.report import stage
+    from fgpo.stages import report as stage
     from fgpo.report.summary import outcome_line
     try:
         overall = stage.main(params, data, metrics, plots, out, tracking=not no_mlflow,

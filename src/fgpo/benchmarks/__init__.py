@@ -14,9 +14,10 @@ from collections.abc import Callable
 import numpy as np
 from tqdm import tqdm
 
-from fgpo.benchmarks.base import Question, assign_splits
+from fgpo.benchmarks.base import assign_splits
 from fgpo.benchmarks.config import BenchmarkConfig
 from fgpo.errors import InputError
+from fgpo.question import Question
 
 Builder = Callable[[np.random.Generator, BenchmarkConfig, int], Question]
 

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from fgpo.benchmarks.base import Question
 from fgpo.benchmarks.config import BenchmarkConfig
 from fgpo.benchmarks.signals import (background, coding_sequence, near_miss, plant, revcomp,
                                      sample_site, shuffle, splice_site)
+from fgpo.question import Question
 from fgpo.tools.composition import cpg_observed_expected
 from fgpo.tools.motifs import load_pssm, pssm_threshold, scan
 from fgpo.tools.organism import ORGANISMS, codon_log_likelihoods, coding_frame

@@ -15,8 +15,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from fgpo.benchmarks.base import Question, assign_splits, to_frame
+from fgpo.benchmarks.base import assign_splits
 from fgpo.errors import InputError
+from fgpo.question import Question, to_frame
 from fgpo.seqio import read_fasta, read_labelled_csv
 
 QUESTION_TEMPLATES = {

@@ -14,9 +14,9 @@ from Bio import Restriction
 from Bio.Seq import Seq, complement
 from Bio.SeqUtils import gc_fraction
 
-from fgpo.benchmarks.base import Question
 from fgpo.benchmarks.config import BenchmarkConfig
 from fgpo.benchmarks.signals import background, coding_sequence, plant, random_dna, revcomp
+from fgpo.question import Question
 from fgpo.tools.composition import melting_temp
 from fgpo.tools.orfs import find_orfs
 

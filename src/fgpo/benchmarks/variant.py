@@ -16,11 +16,11 @@ import numpy as np
 from Bio.Seq import Seq
 from Bio.SeqUtils import gc_fraction
 
-from fgpo.benchmarks.base import Question
 from fgpo.benchmarks.config import BenchmarkConfig
 from fgpo.benchmarks.seqcalc import GC_BANDS, GC_EDGES, YES_NO, band_index, clear_of_edges
 from fgpo.benchmarks.signals import (background, coding_sequence, near_miss, plant, pssm_score,
                                      revcomp, sample_site, splice_site)
+from fgpo.question import Question
 from fgpo.tools.motifs import load_pssm, pssm_threshold, scan
 from fgpo.tools.orfs import STOPS, find_orfs
 from fgpo.tools.splice import DONOR_EXON, best_sites, splice_pssm, splice_threshold

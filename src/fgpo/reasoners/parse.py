@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from fgpo.benchmarks.base import LETTERS
+from fgpo.question import LETTERS
 
 _THINK = re.compile(r"<think>.*?</think>", re.S | re.I)
 _MARKUP = re.compile(r"[*_`#]")

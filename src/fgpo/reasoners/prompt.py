@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import hashlib
 
-from fgpo.benchmarks.base import LETTERS, Question
+from fgpo.question import LETTERS, Question
 from fgpo.tools.base import ToolOutput
 
 SYSTEM = ("You are an expert in genomics and bioinformatics. Answer multiple-choice questions "

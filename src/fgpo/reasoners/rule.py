@@ -23,8 +23,8 @@ from typing import Any
 from Bio import Restriction
 from Bio.Seq import Seq
 
-from fgpo.benchmarks.base import LETTERS, Question
 from fgpo.errors import InputError
+from fgpo.question import LETTERS, Question
 from fgpo.reasoners.base import Reasoner, ReasonerSpec, Request
 from fgpo.tools.organism import ORGANISMS, organism_gc
 

@@ -1,2 +1,2 @@
-"""Reports: the FGPO vs GRPO comparison (`summary`, `figures`, the `report` stage) and the
-README's generated sections (`readme`)."""
+"""Reports: the FGPO vs GRPO comparison (`summary`, `figures`; the `report` stage is
+`fgpo.stages.report`) and the README's generated sections (`readme`)."""

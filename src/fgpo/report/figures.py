@@ -11,7 +11,8 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from fgpo.report.summary import METHODS, SettingData, mean_curve, subset_label  # noqa: E402
+from fgpo.report.summary import SettingData, mean_curve, subset_label  # noqa: E402
+from fgpo.train.config import METHODS  # noqa: E402
 
 STYLE = {"fgpo": {"ls": "-", "marker": "o"}, "grpo": {"ls": "--", "marker": "s"}}
 

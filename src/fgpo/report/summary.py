@@ -14,8 +14,9 @@ import numpy as np
 import pandas as pd
 
 from fgpo.errors import InputError
+from fgpo.tools.subsets import subset_tools
+from fgpo.train.config import METHODS
 
-METHODS = ("fgpo", "grpo")
 CURVE_COLUMNS = ["val_accuracy", "train_reward_evals", "train_reward_evals_unique",
                  "train_questions_seen", "train_zero_signal_frac"]
 
@@ -226,7 +227,7 @@ def family_accuracy(s: SettingData) -> pd.DataFrame:
 
 def subset_label(mask: int, tool_names: list[str]) -> str:
     """A short name of a subset: `none`, or abbreviated tool names joined by `+`."""
-    picked = [n.split("_")[0][:5] for b, n in enumerate(tool_names) if mask >> b & 1]
+    picked = [n.split("_")[0][:5] for n in subset_tools(mask, tool_names)]
     return "+".join(picked) or "none"
 
 

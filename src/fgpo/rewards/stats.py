@@ -6,9 +6,8 @@ from typing import Any
 
 import numpy as np
 
+from fgpo.question import SPLITS
 from fgpo.rewards.table import RewardTable
-
-SPLITS = ("train", "val", "test")
 
 
 def best_fixed_mask(correct: np.ndarray, n_tools: np.ndarray) -> int:

@@ -22,15 +22,16 @@ import numpy as np
 import pandas as pd
 from tqdm import tqdm
 
-from fgpo.benchmarks.base import Question, question_digest, require_digests
 from fgpo.config import qualify
 from fgpo.errors import InputError
+from fgpo.question import Question, question_digest, require_digests
 from fgpo.reasoners import Reasoner, ReasonerSpec, Request, build_reasoner
 from fgpo.reasoners.parse import parse_answer
 from fgpo.reasoners.prompt import TEMPLATE_HASH
 from fgpo.seqio import atomic_write_parquet, read_parquet, read_parquet_metadata
 from fgpo.tools import ToolOutput, ToolsConfig, tool_fingerprint
 from fgpo.tools.base import fingerprint_spec, require_fingerprint
+from fgpo.tools.subsets import subset_tools, tools_per_mask
 
 COLUMNS = ["question_id", "question_digest", "split", "family", "mask", "n_tools", "correct",
            "reward", "answer", "parsed"]
@@ -71,7 +72,7 @@ class RewardTableConfig:
 def subset_evidence(outputs: dict[str, ToolOutput], names: list[str], mask: int
                     ) -> dict[str, ToolOutput]:
     """The cached outputs of the tools whose bits are set in `mask`, in bit order."""
-    return {n: outputs[n] for i, n in enumerate(names) if mask >> i & 1}
+    return {n: outputs[n] for n in subset_tools(mask, names)}
 
 
 # ---- the journal -----------------------------------------------------------------------------
@@ -149,7 +150,7 @@ def build_table(questions: list[Question], outputs: dict[str, dict[str, ToolOutp
     finally:
         bar.close()
         reasoner.close()
-    df = assemble(questions, cells, n_sub, cfg.tool_cost)
+    df = assemble(questions, cells, len(names), cfg.tool_cost)
     meta = {**{k: v for k, v in header.items() if k != "questions"},  # rows carry digests
             "tools": names, "K": len(names), "tool_cost": cfg.tool_cost,
             "n_questions": len(questions), "reasoner_calls": len(cells),
@@ -168,19 +169,19 @@ def questions_digest(questions: list[Question]) -> str:
     return h.hexdigest()[:16]
 
 
-def assemble(questions: list[Question], cells: dict[tuple[str, int], str], n_sub: int,
+def assemble(questions: list[Question], cells: dict[tuple[str, int], str], n_tools: int,
              tool_cost: float) -> pd.DataFrame:
     """Rows in question order x mask order; correctness and reward from the parsed answer."""
     rows = []
-    n_tools = [bin(m).count("1") for m in range(n_sub)]
+    sizes = tools_per_mask(n_tools).tolist()
     for q in questions:
         digest = question_digest(q)
-        for m in range(n_sub):
+        for m in range(len(sizes)):
             raw = cells[(q.id, m)]
             parsed = parse_answer(raw, q.options)
             correct = int(parsed == q.answer)
-            rows.append((q.id, digest, q.split, q.family, m, n_tools[m], correct,
-                         correct - tool_cost * n_tools[m], raw, -1 if parsed is None else parsed))
+            rows.append((q.id, digest, q.split, q.family, m, sizes[m], correct,
+                         correct - tool_cost * sizes[m], raw, -1 if parsed is None else parsed))
     df = pd.DataFrame(rows, columns=COLUMNS)
     return df.astype({"mask": "int32", "n_tools": "int8", "correct": "int8",
                       "reward": "float32", "parsed": "int8"})
@@ -255,6 +256,18 @@ class RewardTable:
         return self.splits == name
 
 
+@dataclass
+class RunData:
+    """Questions aligned row for row with the reward table."""
+
+    questions: list[Question]
+    table: RewardTable
+    tool_names: list[str]
+
+    def split(self, name: str) -> np.ndarray:
+        return np.flatnonzero(self.table.splits == name)
+
+
 def load_reward_table(path: str | Path, tools_cfg: ToolsConfig,
                       questions: list[Question] | None = None) -> RewardTable:
     """Load and validate: built for this tool set, one row per (question, subset), complete.
@@ -294,4 +307,4 @@ def load_reward_table(path: str | Path, tools_cfg: ToolsConfig,
                        families=first.family.to_numpy(),
                        reward=df.reward.to_numpy(np.float64).reshape(-1, n_sub),
                        correct=df.correct.to_numpy(np.float64).reshape(-1, n_sub),
-                       n_tools=np.array([bin(m).count("1") for m in range(n_sub)]), meta=meta)
+                       n_tools=tools_per_mask(len(tools_cfg.names)), meta=meta)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any
 
 import optuna
@@ -88,19 +88,3 @@ def parse_space(raw: dict[str, dict[str, Any]]) -> list[Dimension]:
 def space_hash(dims: list[Dimension]) -> str:
     blob = json.dumps([dataclasses.asdict(d) for d in dims], sort_keys=True)
     return hashlib.sha256(blob.encode()).hexdigest()[:16]
-
-
-def apply(cfg: TrainConfig, values: dict[str, Any]) -> TrainConfig:
-    """A copy of `cfg` with dotted-path values set (lists given as 'a,b' strings are split)."""
-    for path, value in values.items():
-        if isinstance(value, str) and path.endswith("target_modules"):
-            value = value.split(",")
-        parts = path.split(".")
-        cfg = _set(cfg, parts, value)
-    return cfg
-
-
-def _set(obj: Any, parts: list[str], value: Any) -> Any:
-    if len(parts) == 1:
-        return replace(obj, **{parts[0]: value})
-    return replace(obj, **{parts[0]: _set(getattr(obj, parts[0]), parts[1:], value)})

@@ -27,12 +27,16 @@ from optuna.storages import RDBStorage, RetryHeartbeatStaleTrialCallback
 
 from fgpo.errors import InputError
 from fgpo.redact import redact_text, redact_url, url_with_password_from_env
+from fgpo.rewards.table import RunData
 from fgpo.seqio import atomic_write_text
-from fgpo.sweep.space import Dimension, apply, parse_space, space_hash
+from fgpo.sweep.space import Dimension, parse_space, space_hash
+from fgpo.tracking.provenance import SWEEP_EXPERIMENT
 from fgpo.train.config import TrainConfig
-from fgpo.train.loop import RunData, train_run
+from fgpo.train.loop import train_run
+from fgpo.train.overrides import apply
 
 OBJECTIVE = "val/accuracy"
+BEST_ROOT = Path("sweeps/best")
 
 
 @dataclass
@@ -67,8 +71,9 @@ class SweepConfig:
     grace_period: int = 120
     apply_best: bool = False
     """The train stage trains each setting with the best params of its canonical study
-    (sweeps/best/<method>-<reasoner>-<benchmark>.json) where one exists; studies under
-    another --study-name write sweeps/best/<study>.json and are never applied."""
+    (<method>-<reasoner>-<benchmark>, recorded in sweeps/best.yaml) where one exists; studies
+    under another --study-name write only sweeps/best/<study>.json and are never applied.
+    Read by the train stage itself (`fgpo.train.overrides.apply_best`)."""
     space: dict[str, dict[str, Any]] = field(default_factory=dict)
     """name -> {type: float|int|categorical, low, high, log, choices}; names are dotted paths
     into the train section (learning_rate, policy.lora_r, grpo.clip_eps, ...)."""
@@ -83,6 +88,12 @@ class SweepConfig:
     def dimensions(self, method: str) -> list[Dimension]:
         """The shared dimensions plus those of `method` (grpo.* only for GRPO)."""
         return [d for d in parse_space(self.space) if d.method() in (None, method)]
+
+
+def best_path(study: str, root: Path = BEST_ROOT) -> Path:
+    """Where a study's best params live: one file per study, so that a second study of the same
+    setting (`--study-name s2`) never overwrites the canonical study's choice."""
+    return root / f"{study}.json"
 
 
 def study_name(method: str, reasoner: str, benchmark: str) -> str:
@@ -240,7 +251,7 @@ def run_sweep(method: str, reasoner: str, benchmark: str, train_cfg: TrainConfig
         parent_id = study.user_attrs.get("mlflow_parent_run_id")
         # the storage actually used (Tracker redacts its password)
         logged = asdict(replace(cfg, storage=storage_url))
-        parent = Tracker("fgpo-sweeps", f"sweep-{name}", {**tags, "kind": "study"},
+        parent = Tracker(SWEEP_EXPERIMENT, f"sweep-{name}", {**tags, "kind": "study"},
                          {"sweep": logged, "method": method}, run_id=parent_id)
         if parent_id is None:
             study.set_user_attr("mlflow_parent_run_id", parent.run_id)
@@ -250,7 +261,7 @@ def run_sweep(method: str, reasoner: str, benchmark: str, train_cfg: TrainConfig
         trial.set_user_attr("worker", f"{socket.gethostname()}:{os.getpid()}")
         run = None
         if tracking:
-            run = Tracker("fgpo-sweeps", f"{name}-trial{trial.number}",
+            run = Tracker(SWEEP_EXPERIMENT, f"{name}-trial{trial.number}",
                           {**tags, "kind": "trial", "trial": str(trial.number)},
                           {"method": method, **values}, parent_run_id=parent.run_id)
             trial.set_user_attr("mlflow_run_id", run.run_id)

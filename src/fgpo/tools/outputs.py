@@ -1,4 +1,4 @@
-"""DVC stage `tools`: run all K tools once on every question -> data/tool_outputs/<name>.parquet.
+"""Tool outputs: all K tools run once on every question, and the loader of the cached table.
 
 A subset's evidence is later a selection of these cached outputs: tools never rerun per subset.
 """
@@ -13,12 +13,11 @@ from typing import Any
 import pandas as pd
 from tqdm import tqdm
 
-from fgpo.benchmarks.base import Question, from_frame, question_digest, require_digests
-from fgpo.config import DEFAULT_PARAMS, load_section
 from fgpo.errors import InputError
-from fgpo.seqio import atomic_write_parquet, iter_chunks, read_parquet, read_parquet_metadata
-from fgpo.tools import ToolOutput, ToolsConfig, build_tools, tool_fingerprint
-from fgpo.tools.base import config_dict, require_fingerprint
+from fgpo.question import Question, question_digest, require_digests
+from fgpo.seqio import iter_chunks, read_parquet, read_parquet_metadata
+from fgpo.tools import ToolOutput, ToolsConfig, build_tools
+from fgpo.tools.base import require_fingerprint
 
 _WORKER_TOOLS: list | None = None
 
@@ -84,15 +83,3 @@ def load_tool_outputs(path: str | Path, cfg: ToolsConfig, questions: list[Questi
                          file=str(path), record=incomplete[0], field="tool")
     return out
 
-
-def main(name: str, params: Path = DEFAULT_PARAMS, bench_dir: Path = Path("data/benchmarks"),
-         out_dir: Path = Path("data/tool_outputs")) -> Path:
-    cfg = load_section(ToolsConfig, "tools", params)
-    src = bench_dir / f"{name}.parquet"
-    if not src.exists():
-        raise InputError("benchmark not found (run `dvc repro prepare`)", file=str(src))
-    questions = from_frame(read_parquet(src, rebuild="`dvc repro prepare`"), source=str(src))
-    df = run_tools(questions, cfg)
-    meta = {"benchmark": name, "fingerprint": tool_fingerprint(cfg), "tools": cfg.names,
-            "K": len(cfg.names), "config": config_dict(cfg)}
-    return atomic_write_parquet(df, out_dir / f"{name}.parquet", metadata=meta)

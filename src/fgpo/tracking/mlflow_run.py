@@ -107,8 +107,12 @@ class Tracker:
             run_id = run.info.run_id
             flat = flatten(redact(params))
             items = [mlflow.entities.Param(k, str(v)[:6000]) for k, v in flat.items()]
-            for i in range(0, len(items), 100):
-                self.client.log_batch(run_id, params=items[i:i + 100])
+            try:
+                for i in range(0, len(items), 100):
+                    self.client.log_batch(run_id, params=items[i:i + 100])
+            except BaseException:  # interrupted before the caller holds the run: end it here
+                self.client.set_terminated(run_id, status="KILLED")
+                raise
         else:  # resume: remember what is logged so that no point is logged twice
             for key in self.client.get_run(run_id).data.metrics:
                 self._logged.update((key, m.step)

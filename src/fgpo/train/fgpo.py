@@ -9,11 +9,23 @@ Per question q, with pi = pi_theta(. | q) over every subset S and r(q, S) read f
 A is held constant (detached), so the policy term's gradient is exactly -grad J(q): subtracting
 the baseline changes nothing in expectation (sum_S grad pi(S) = 0), and here there is no
 expectation to estimate. KL and entropy are exact finite sums.
+
+As an estimator (fgpo.train.base), FGPO needs no sampling: it reads every train cell of the
+table, so it counts the whole train table as paid for from step 0.
 """
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 import torch
+
+from fgpo.evaluate.metrics import entropy, expectation, kl_divergence
+from fgpo.train.base import Batch, NextBatch, RefLogp
+
+if TYPE_CHECKING:
+    from fgpo.policy.base import Policy
+    from fgpo.train.config import TrainConfig
 
 
 def fgpo_loss(logp: torch.Tensor, ref_logp: torch.Tensor, rewards: torch.Tensor, beta: float,
@@ -21,17 +33,51 @@ def fgpo_loss(logp: torch.Tensor, ref_logp: torch.Tensor, rewards: torch.Tensor,
               ) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
     """logp, ref_logp, rewards: [B, 2^K] (log pi, log pi_ref, r). Returns (loss, stats)."""
     p = logp.exp()
-    expected = (p * rewards).sum(-1, keepdim=True)               # J(q) = E_pi[r]
+    expected = expectation(p, rewards)[:, None]                  # J(q) = E_pi[r]
     adv = rewards - expected                                     # exact advantage
     if normalize_std:
-        std = (p * adv.pow(2)).sum(-1, keepdim=True).sqrt()      # exact std of r under pi
+        std = expectation(p, adv.pow(2))[:, None].sqrt()         # exact std of r under pi
         adv = adv / (std + eps)
     adv = adv.detach()
-    policy_term = -(p * adv).sum(-1)                             # -sum_S pi(S) A(q, S)
-    kl = (p * (logp - ref_logp)).sum(-1)                         # exact KL(pi || pi_ref)
-    entropy = -(p * logp).sum(-1)                                # exact H(pi)
-    loss = (policy_term + beta * kl - entropy_coef * entropy).mean()
+    policy_term = -expectation(p, adv)                           # -sum_S pi(S) A(q, S)
+    kl = kl_divergence(p, logp, ref_logp)                        # exact KL(pi || pi_ref)
+    h = entropy(p, logp)                                         # exact H(pi)
+    loss = (policy_term + beta * kl - entropy_coef * h).mean()
     constant_row = rewards.amax(-1) == rewards.amin(-1)          # the only zero-signal case
     stats = {"expected_reward": expected.squeeze(-1).mean(), "kl": kl.mean(),
-             "entropy": entropy.mean(), "zero_signal_frac": constant_row.float().mean()}
+             "entropy": h.mean(), "zero_signal_frac": constant_row.float().mean()}
     return loss, {k: v.detach() for k, v in stats.items()}
+
+
+class FGPO:
+    """One batch of questions per step, the loss over all their 2^K subsets."""
+
+    def __init__(self, cfg: TrainConfig, rewards: torch.Tensor, n_train: int,
+                 generator: torch.Generator) -> None:
+        self.cfg, self.rewards = cfg, rewards
+        self.table_cells_train = n_train * rewards.shape[1]  # read once, reused every step
+
+    def collect(self, step: int, policy: Policy, next_batch: NextBatch) -> Batch:
+        return Batch(next_batch())
+
+    def loss(self, policy: Policy, batch: Batch, ref_logp: RefLogp
+             ) -> tuple[torch.Tensor, torch.Tensor, dict[str, torch.Tensor]]:
+        cfg, idx = self.cfg, batch.idx
+        logp = policy.log_probs(idx)
+        loss, stats = fgpo_loss(logp, ref_logp(idx), self.rewards[idx], cfg.beta,
+                                cfg.entropy_coef, cfg.fgpo.normalize_std, cfg.eps)
+        return loss, logp, stats
+
+    @property
+    def reward_evals(self) -> int:
+        return self.table_cells_train
+
+    @property
+    def reward_evals_unique(self) -> int:
+        return self.table_cells_train
+
+    def state_dict(self) -> dict[str, Any]:
+        return {}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        pass

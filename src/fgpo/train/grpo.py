@@ -10,11 +10,23 @@ the same table FGPO reads:
 
 When all G rewards of a group are equal, std = 0 and every A_i = 0: the question gives no
 learning signal (the paper's zero-signal fraction).
+
+As an estimator (fgpo.train.base), GRPO samples a new batch of groups every mu optimiser steps
+and pays one reward evaluation per sampled subset.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
 import torch
+
+from fgpo.train.base import Batch, NextBatch, RefLogp
+
+if TYPE_CHECKING:
+    from fgpo.policy.base import Policy
+    from fgpo.train.config import TrainConfig
 
 
 def grpo_loss(logp_new: torch.Tensor, logp_old: torch.Tensor, ref_logp: torch.Tensor,
@@ -46,3 +58,59 @@ def sample_groups(logp: torch.Tensor, group_size: int, temperature: float,
     masks = torch.multinomial(tempered.exp(), group_size, replacement=True,
                               generator=generator)
     return masks, tempered
+
+
+@dataclass
+class Groups(Batch):
+    """B questions with G subsets each, drawn from pi_old at the sampling temperature."""
+
+    masks: torch.Tensor     # [B, G] sampled subsets
+    logp_old: torch.Tensor  # [B, G] their tempered log-probs under pi_old
+
+
+class GRPO:
+    """Sample groups every mu steps; each step, the clipped loss at the sampling temperature."""
+
+    def __init__(self, cfg: TrainConfig, rewards: torch.Tensor, n_train: int,
+                 generator: torch.Generator) -> None:
+        self.cfg, self.rewards, self.generator = cfg, rewards, generator
+        self.groups: Groups | None = None
+        self.evals = 0                 # every lookup = one reasoner call
+        self.cells: set[int] = set()   # row * 2^K + mask of each distinct lookup
+
+    def collect(self, step: int, policy: Policy, next_batch: NextBatch) -> Groups:
+        g = self.cfg.grpo
+        if step % g.inner_epochs == 0 or self.groups is None:  # sample a new batch of groups
+            idx = next_batch()
+            with torch.no_grad():
+                masks, old = sample_groups(policy.log_probs(idx), g.group_size, g.temperature,
+                                           self.generator)
+            self.groups = Groups(idx, masks, old.gather(1, masks))
+            self.evals += masks.numel()
+            self.cells.update((idx[:, None] * self.rewards.shape[1] + masks).flatten().tolist())
+        return self.groups
+
+    def loss(self, policy: Policy, batch: Groups, ref_logp: RefLogp
+             ) -> tuple[torch.Tensor, torch.Tensor, dict[str, torch.Tensor]]:
+        cfg, idx, masks = self.cfg, batch.idx, batch.masks
+        logp = policy.log_probs(idx)
+        tempered = torch.log_softmax(logp / cfg.grpo.temperature, dim=-1)  # pi_theta at T
+        ref_tempered = torch.log_softmax(ref_logp(idx) / cfg.grpo.temperature, dim=-1)
+        loss, stats = grpo_loss(tempered.gather(1, masks), batch.logp_old,
+                                ref_tempered.gather(1, masks), self.rewards[idx].gather(1, masks),
+                                cfg.grpo.clip_eps, cfg.beta, cfg.eps)
+        return loss, logp, stats
+
+    @property
+    def reward_evals(self) -> int:
+        return self.evals
+
+    @property
+    def reward_evals_unique(self) -> int:
+        return len(self.cells)
+
+    def state_dict(self) -> dict[str, Any]:
+        return {"groups": self.groups, "evals": self.evals, "cells": self.cells}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        self.groups, self.evals, self.cells = state["groups"], state["evals"], state["cells"]

@@ -8,9 +8,7 @@ question, which the report breaks down by family and subset).
 
 from __future__ import annotations
 
-import hashlib
 import json
-import subprocess
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
@@ -20,50 +18,22 @@ import pandas as pd
 
 from fgpo.config import DEFAULT_PARAMS, load_section
 from fgpo.errors import InputError
-from fgpo.rewards.stage import load_questions_and_table, table_path
+from fgpo.rewards.data import load_run_data, table_path
 from fgpo.rewards.stats import table_stats
 from fgpo.rewards.table import RewardTableConfig
 from fgpo.seqio import atomic_write_parquet, atomic_write_text
 from fgpo.tools import ToolsConfig
+from fgpo.tracking.provenance import EXPERIMENT, file_md5, git_commit
 from fgpo.train.config import TrainConfig
-from fgpo.train.loop import RunData, RunResult, check_run_data, config_hash, train_run
-
-EXPERIMENT = "fgpo"
-
-
-def load_run_data(reasoner: str, benchmark: str, tools_cfg: ToolsConfig,
-                  data: Path = Path("data")) -> RunData:
-    """Questions and their reward table, row-aligned; refuses a missing, incomplete or stale
-    table with the same check as `table-stats`."""
-    questions, table = load_questions_and_table(reasoner, benchmark, tools_cfg, data)
-    return RunData(questions, table, tools_cfg.names)
+from fgpo.train.loop import RunResult, check_run_data, config_hash, train_run
+from fgpo.train.overrides import BEST_PARAMS, apply, apply_best, read_best
 
 
-def file_md5(path: Path) -> str:
-    """The md5 DVC records for a file output in dvc.lock."""
-    h = hashlib.md5()
-    with path.open("rb") as fh:
-        for chunk in iter(lambda: fh.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
-
-
-def git_commit() -> str:
-    try:
-        return subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True,
-                              check=True).stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
-        return "unknown"
-
-
-def swept_params(method: str, reasoner: str, benchmark: str, params: Path) -> dict | None:
-    """The setting's best sweep params when `sweep.apply_best` is on and a sweep wrote them."""
-    from fgpo.sweep.stage import best_path
-    from fgpo.sweep.study import SweepConfig, study_name
-    if not load_section(SweepConfig, "sweep", params).apply_best:
-        return None
-    path = best_path(study_name(method, reasoner, benchmark))  # the canonical study's best
-    return json.loads(path.read_text()) if path.exists() else None
+def swept_params(method: str, reasoner: str, benchmark: str, params: Path,
+                 best: Path = BEST_PARAMS) -> dict | None:
+    """The setting's best sweep params when `sweep.apply_best` is on and a sweep recorded them
+    in the best-params file (a params file of this stage in dvc.yaml)."""
+    return read_best(method, reasoner, benchmark, best) if apply_best(params) else None
 
 
 def resumable_run_id(ckpt: Path, chash: str) -> str | None:
@@ -128,7 +98,6 @@ def _main(method: str, reasoner: str, benchmark: str, params: Path, data: Path,
                          file=str(params), field="train.methods")
     best = swept_params(method, reasoner, benchmark, params)
     if best:
-        from fgpo.sweep.space import apply
         cfg = apply(cfg, best["params"])
     run_data = load_run_data(reasoner, benchmark, tools_cfg, data)  # fails before training
     check_run_data(cfg, run_data)  # e.g. batch_size > the train split: before any MLflow run
@@ -141,26 +110,26 @@ def _main(method: str, reasoner: str, benchmark: str, params: Path, data: Path,
         out_dir = runs_root / method / reasoner / benchmark / f"seed{seed}"
         ckpt = out_dir / "checkpoint.pt"
         tracker = None
-        if tracking:
-            run_id = resumable_run_id(ckpt, config_hash(cfg, method, seed, run_data.table.meta))
-            sidecar = out_dir / "mlflow_run_id"
-            if run_id is None and sidecar.exists():
-                # the previous attempt died before a checkpoint it could resume from
-                end_if_running(sidecar.read_text().strip(), "KILLED")
-            tracker = Tracker(EXPERIMENT, f"{method}-{reasoner}-{benchmark}-s{seed}",
-                              tags={"method": method, "reasoner": reasoner,
-                                    "benchmark": benchmark, "seed": str(seed),
-                                    "setting": f"{reasoner}/{benchmark}",
-                                    "git_commit": git_commit(), "table_md5": table_md5,
-                                    "table_fingerprint": run_data.table.meta["fingerprint"],
-                                    "sweep_best": f"{best['study']}#{best['trial']}"
-                                    if best else "none"},
-                              params={"method": method, "train": asdict(cfg),
-                                      "tools": tools_cfg.names, "reasoner": reasoner,
-                                      "benchmark": benchmark, "seed": seed},
-                              run_id=run_id)
-            atomic_write_text(tracker.run_id + "\n", sidecar)
-        try:
+        try:  # from the run's creation on, an interrupt ends it KILLED
+            if tracking:
+                run_id = resumable_run_id(ckpt, config_hash(cfg, method, seed, run_data.table.meta))
+                sidecar = out_dir / "mlflow_run_id"
+                if run_id is None and sidecar.exists():
+                    # the previous attempt died before a checkpoint it could resume from
+                    end_if_running(sidecar.read_text().strip(), "KILLED")
+                tracker = Tracker(EXPERIMENT, f"{method}-{reasoner}-{benchmark}-s{seed}",
+                                  tags={"method": method, "reasoner": reasoner,
+                                        "benchmark": benchmark, "seed": str(seed),
+                                        "setting": f"{reasoner}/{benchmark}",
+                                        "git_commit": git_commit(), "table_md5": table_md5,
+                                        "table_fingerprint": run_data.table.meta["fingerprint"],
+                                        "sweep_best": f"{best['study']}#{best['trial']}"
+                                        if best else "none"},
+                                  params={"method": method, "train": asdict(cfg),
+                                          "tools": tools_cfg.names, "reasoner": reasoner,
+                                          "benchmark": benchmark, "seed": seed},
+                                  run_id=run_id)
+                atomic_write_text(tracker.run_id + "\n", sidecar)
             result = train_run(method, cfg, run_data, seed, tracker, ckpt)
         except BaseException:
             if tracker is not None:

@@ -1,4 +1,8 @@
-"""`fgpo sweep`: load the setting's data, run (or join) its study, write the study's best params."""
+"""`fgpo sweep`: load the setting's data, run (or join) its study, write the study's best params.
+
+The canonical study of a setting (named <method>-<reasoner>-<benchmark>) also records its best in
+sweeps/best.yaml, the params file the train stage declares: the hand-off DVC tracks.
+"""
 
 from __future__ import annotations
 
@@ -10,19 +14,13 @@ import optuna
 
 from fgpo.config import DEFAULT_PARAMS, load_section
 from fgpo.errors import InputError
-from fgpo.sweep.study import SweepConfig, resolve_storage, run_sweep, study_name
+from fgpo.rewards.data import load_run_data
+from fgpo.sweep.study import SweepConfig, best_of, best_path, resolve_storage, run_sweep, study_name
 from fgpo.tools import ToolsConfig
 from fgpo.train.config import METHODS, TrainConfig
-from fgpo.train.stage import load_run_data
+from fgpo.train.overrides import record_best
 
-BEST_ROOT = Path("sweeps/best")
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
-
-
-def best_path(study: str, root: Path = BEST_ROOT) -> Path:
-    """Where a study's best params live: one file per study, so that a second study of the same
-    setting (`--study-name s2`) never overwrites the canonical study's choice."""
-    return root / f"{study}.json"
 
 
 def main(method: str, reasoner: str, benchmark: str, n_trials: int | None = None,
@@ -34,7 +32,8 @@ def main(method: str, reasoner: str, benchmark: str, n_trials: int | None = None
     if method not in METHODS:
         raise InputError(f"unknown method {method!r}; choose from {list(METHODS)}",
                          field="--method")
-    name = name or study_name(method, reasoner, benchmark)
+    canonical = study_name(method, reasoner, benchmark)
+    name = name or canonical
     if not _NAME.fullmatch(name):
         raise InputError(f"study name {name!r}: use letters, digits, '.', '_' and '-'",
                          field="--study-name")
@@ -46,5 +45,9 @@ def main(method: str, reasoner: str, benchmark: str, n_trials: int | None = None
     url = resolve_storage(storage, cfg)
     run_data = load_run_data(reasoner, benchmark, load_section(ToolsConfig, "tools", params), data)
     with sigterm_as_exit():
-        return run_sweep(method, reasoner, benchmark, train_cfg, cfg, run_data,
-                         n_trials or cfg.n_trials, url, name, best_path(name), tracking)
+        study = run_sweep(method, reasoner, benchmark, train_cfg, cfg, run_data,
+                          n_trials or cfg.n_trials, url, name, best_path(name), tracking)
+    best = best_of(study)
+    if name == canonical and best is not None:  # a side study (--study-name) never hands off
+        record_best(best, method, reasoner, benchmark)
+    return study

@@ -22,14 +22,15 @@ from fgpo.benchmarks.config import PrepareConfig
 from fgpo.config import DEFAULT_PARAMS, load_section
 from fgpo.errors import InputError
 from fgpo.report import figures
-from fgpo.report.summary import (METHODS, ReportConfig, SettingData, SplitTable, family_accuracy,
+from fgpo.report.summary import (ReportConfig, SettingData, SplitTable, family_accuracy,
                                  overall_numbers, render_summary, setting_numbers,
                                  settings_table, subset_choice, summary_metrics)
-from fgpo.rewards.stage import table_path
+from fgpo.rewards.data import table_path
 from fgpo.rewards.table import RewardTableConfig, load_reward_table
 from fgpo.seqio import atomic_write_text, read_parquet
 from fgpo.tools import ToolsConfig
-from fgpo.train.config import TrainConfig
+from fgpo.tracking.provenance import EXPERIMENT, file_md5, git_commit
+from fgpo.train.config import METHODS, TrainConfig
 
 FIGURES = {"Validation accuracy vs reward evaluations": "figures/accuracy_vs_reward_evals.png",
            "Zero-signal fraction vs step": "figures/zero_signal_vs_step.png",
@@ -108,30 +109,22 @@ def mlflow_links(rows: list[dict[str, Any]], cfg: ReportConfig,
                  table_md5: dict[str, str]) -> tuple[dict[str, str], str]:
     """Per setting, markdown links to its runs in the MLflow UI, from the local store."""
     from fgpo.redact import redact_text, redact_url
-    from fgpo.tracking.mlflow_run import MLRUNS, default_tracking_uri, open_client
+    from fgpo.tracking.mlflow_run import default_tracking_uri
+    from fgpo.tracking.runs import latest_finished_runs, local_store_missing, open_experiment
     uri = default_tracking_uri()
-    if uri.startswith("sqlite:///") and not (MLRUNS / "mlflow.db").exists():
+    if local_store_missing(uri):
         return {}, f"No tracking store at {redact_url(uri)}: the train stage ran without MLflow."
     try:
-        from fgpo.train.stage import EXPERIMENT
-        client = open_client(uri)
-        exp = client.get_experiment_by_name(EXPERIMENT)
+        client, exp = open_experiment(EXPERIMENT, uri)
         if exp is None:
             return {}, f"No experiment {EXPERIMENT!r} in {redact_url(uri)}."
         ui, links = cfg.mlflow_ui.rstrip("/"), {}
         for r in rows:
             setting = f"{r['reasoner']}/{r['benchmark']}"
-            ids = {}
-            for m in METHODS:
-                runs = client.search_runs(
-                    [exp.experiment_id], order_by=["attributes.start_time DESC"],
-                    filter_string=f"tags.method = '{m}' and tags.setting = '{setting}' and "
-                                  f"tags.table_md5 = '{table_md5[setting]}' and "
-                                  "attributes.status = 'FINISHED'")
-                latest: dict[str, str] = {}
-                for run in runs:  # newest first: the latest finished run of every seed
-                    latest.setdefault(run.data.tags.get("seed", "?"), run.info.run_id)
-                ids[m] = [latest[s] for s in sorted(latest)]
+            ids = {m: latest_finished_runs(client, exp.experiment_id,
+                                           {"method": m, "setting": setting,
+                                            "table_md5": table_md5[setting]})
+                   for m in METHODS}
             parts = [f"[{m.upper()} s{i}]({ui}/#/experiments/{exp.experiment_id}/runs/{rid})"
                      for m in METHODS for i, rid in enumerate(ids[m])]
             every = [rid for m in METHODS for rid in ids[m]]
@@ -196,7 +189,6 @@ def main(params: Path = DEFAULT_PARAMS, data: Path = Path("data"),
 def write_links(settings: list[SettingData], rows: list[dict[str, Any]], cfg: ReportConfig,
                 data: Path, out: Path) -> bool:
     """reports/mlflow_runs.md: the settings table, each row linked to its runs. True if any."""
-    from fgpo.train.stage import file_md5
     md5 = {s.name: file_md5(table_path(s.reasoner, s.benchmark, data / "reward_tables"))
            for s in settings}
     links, where = mlflow_links(rows, cfg, md5)
@@ -210,7 +202,6 @@ def log_report_run(overall: dict[str, Any], cfg: ReportConfig, out: Path) -> Non
     from dataclasses import asdict
 
     from fgpo.tracking import Tracker
-    from fgpo.train.stage import EXPERIMENT, git_commit
     tracker = Tracker(EXPERIMENT, "report", tags={"kind": "report", "git_commit": git_commit()},
                       params={"report": asdict(cfg)})
     tracker.log_metrics({k: v for k, v in overall.items() if isinstance(v, (int, float))

@@ -4,19 +4,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pandas as pd
-
 from fgpo.benchmarks import generate
-from fgpo.benchmarks.base import to_frame
 from fgpo.benchmarks.config import BenchmarkConfig, PrepareConfig
 from fgpo.config import DEFAULT_PARAMS, load_section
 from fgpo.errors import InputError
+from fgpo.question import to_frame
 from fgpo.seqio import atomic_write_parquet
-
-
-def build_benchmark(name: str, cfg: BenchmarkConfig, progress: bool = True) -> pd.DataFrame:
-    """The benchmark's questions as a DataFrame (pure: no I/O)."""
-    return to_frame(generate(name, cfg, progress=progress))
 
 
 def main(name: str, params: Path = DEFAULT_PARAMS, out_dir: Path = Path("data/benchmarks")) -> Path:
@@ -24,7 +17,7 @@ def main(name: str, params: Path = DEFAULT_PARAMS, out_dir: Path = Path("data/be
     if not hasattr(prepare, name):
         raise InputError(f"unknown benchmark {name!r}", file=str(params), field="prepare")
     cfg: BenchmarkConfig = getattr(prepare, name)
-    df = build_benchmark(name, cfg)
+    df = to_frame(generate(name, cfg))
     return atomic_write_parquet(df, out_dir / f"{name}.parquet",
                                 metadata={"benchmark": name, "seed": cfg.seed,
                                           "n_questions": len(df)})

@@ -1,0 +1,48 @@
+"""Where the reward tables and their stats live, and the row-aligned loaders of every stage
+that reads a table (table-stats, train, sweep, report)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from fgpo.question import Question, load_questions
+from fgpo.rewards.table import RewardTable, RunData, load_reward_table
+from fgpo.tools import ToolsConfig
+
+
+def benchmark_path(benchmark: str, data: Path = Path("data")) -> Path:
+    return data / "benchmarks" / f"{benchmark}.parquet"
+
+
+def table_path(reasoner: str, benchmark: str, root: Path = Path("data/reward_tables")) -> Path:
+    return root / reasoner / f"{benchmark}.parquet"
+
+
+def stats_path(reasoner: str, benchmark: str, root: Path = Path("metrics/reward_tables")) -> Path:
+    return root / reasoner / f"{benchmark}.json"
+
+
+def shard_path(reasoner: str, benchmark: str, i: int, n: int, root: Path) -> Path:
+    return root / reasoner / f"{benchmark}.shard{i}of{n}.parquet"
+
+
+def load_questions_and_table(reasoner: str, benchmark: str, tools_cfg: ToolsConfig,
+                             data: Path = Path("data")) -> tuple[list[Question], RewardTable]:
+    """The benchmark's questions and their reward table, row-aligned (question i = table row i).
+
+    The one loader of train and table-stats: refuses a table built for another tool set, with a
+    question or cell missing, a foreign question, or a question whose content changed since.
+    """
+    questions = load_questions(benchmark_path(benchmark, data))
+    table = load_reward_table(table_path(reasoner, benchmark, data / "reward_tables"), tools_cfg,
+                              questions)
+    by_id = {q.id: q for q in questions}
+    return [by_id[i] for i in table.question_ids], table
+
+
+def load_run_data(reasoner: str, benchmark: str, tools_cfg: ToolsConfig,
+                  data: Path = Path("data")) -> RunData:
+    """Questions and their reward table, row-aligned; refuses a missing, incomplete or stale
+    table with the same check as `table-stats`."""
+    questions, table = load_questions_and_table(reasoner, benchmark, tools_cfg, data)
+    return RunData(questions, table, tools_cfg.names)

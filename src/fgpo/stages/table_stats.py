@@ -1,0 +1,26 @@
+"""DVC stage `table_stats`: baselines and zero-signal statistics of one reward table."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from fgpo.config import DEFAULT_PARAMS, load_section
+from fgpo.rewards.data import load_questions_and_table, stats_path
+from fgpo.rewards.stats import table_stats
+from fgpo.rewards.table import RewardTableConfig
+from fgpo.seqio import atomic_write_text
+from fgpo.tools import ToolsConfig
+
+
+def main(reasoner: str, benchmark: str, params: Path = DEFAULT_PARAMS,
+         data: Path = Path("data"), metrics: Path = Path("metrics/reward_tables")
+         ) -> dict[str, Any]:
+    """Write metrics/reward_tables/<reasoner>/<benchmark>.json and return its numbers."""
+    tools_cfg = load_section(ToolsConfig, "tools", params)
+    cfg = load_section(RewardTableConfig, "reward_table", params)
+    _, table = load_questions_and_table(reasoner, benchmark, tools_cfg, data)
+    result = table_stats(table, cfg.group_size)
+    atomic_write_text(json.dumps(result, indent=1) + "\n", stats_path(reasoner, benchmark, metrics))
+    return result

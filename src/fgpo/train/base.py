@@ -1,0 +1,56 @@
+"""What the training loop asks of an estimator (FGPO, GRPO, any later one).
+
+Per optimiser step the loop calls `collect` (which questions, and any samples the loss needs),
+then `loss`; it backpropagates, clips and steps. An estimator counts what it paid for (reward
+evaluations, unique table cells) and keeps whatever must survive a checkpoint in `state_dict`.
+The loop owns everything else: data order, optimiser, schedule, evaluation, checkpoints, logs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Protocol
+
+import torch
+
+if TYPE_CHECKING:
+    from fgpo.policy.base import Policy
+    from fgpo.train.config import TrainConfig
+
+NextBatch = Callable[[], torch.Tensor]   # the loop's data order: the next [B] train rows
+RefLogp = Callable[[torch.Tensor], torch.Tensor]  # rows [B] -> log pi_ref [B, 2^K]
+
+
+@dataclass
+class Batch:
+    """What an estimator collected for one optimiser step; subclasses add their samples."""
+
+    idx: torch.Tensor  # [B] rows of the reward table
+
+
+class Estimator(Protocol):
+    """Built once per run as `Estimator(cfg, rewards [N, 2^K], n_train, generator)`; the
+    generator is the estimator's own randomness (e.g. GRPO's draws), checkpointed by the loop."""
+
+    def __init__(self, cfg: TrainConfig, rewards: torch.Tensor, n_train: int,
+                 generator: torch.Generator) -> None: ...
+
+    def collect(self, step: int, policy: Policy, next_batch: NextBatch) -> Batch:
+        """The questions of optimiser step `step` (0-based) and whatever the loss needs."""
+
+    def loss(self, policy: Policy, batch: Batch, ref_logp: RefLogp
+             ) -> tuple[torch.Tensor, torch.Tensor, dict[str, torch.Tensor]]:
+        """(loss, log pi_theta [B, 2^K] of batch.idx, stats with 'zero_signal_frac')."""
+
+    @property
+    def reward_evals(self) -> int:
+        """Reward lookups paid so far (each one a reasoner call on a lazily built table)."""
+
+    @property
+    def reward_evals_unique(self) -> int:
+        """Distinct (question, subset) cells among them."""
+
+    def state_dict(self) -> dict[str, Any]: ...
+
+    def load_state_dict(self, state: dict[str, Any]) -> None: ...

@@ -1,0 +1,78 @@
+"""Settings that override `train`: dotted-path values, and the sweeps' best params file.
+
+`sweeps/best.yaml` is the hand-off from `fgpo sweep` to the train stage: method -> reasoner ->
+benchmark -> the canonical study's best trial. It is committed (empty by default) and declared
+as a params file of the train stage, so DVC sees when a sweep changed what training may apply.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import yaml
+from filelock import FileLock
+
+from fgpo.config import read_params
+from fgpo.errors import InputError
+from fgpo.seqio import atomic_write_text
+from fgpo.train.config import METHODS, TrainConfig
+
+BEST_PARAMS = Path("sweeps/best.yaml")
+HEADER = ("# Best sweep params per setting (method -> reasoner -> benchmark), written by "
+          "`fgpo sweep`;\n# the train stage applies them when sweep.apply_best is true "
+          "(a DVC params file of `train`).\n")
+
+
+def apply(cfg: TrainConfig, values: dict[str, Any]) -> TrainConfig:
+    """A copy of `cfg` with dotted-path values set (lists given as 'a,b' strings are split)."""
+    for path, value in values.items():
+        if isinstance(value, str) and path.endswith("target_modules"):
+            value = value.split(",")
+        parts = path.split(".")
+        cfg = _set(cfg, parts, value)
+    return cfg
+
+
+def _set(obj: Any, parts: list[str], value: Any) -> Any:
+    if len(parts) == 1:
+        return replace(obj, **{parts[0]: value})
+    return replace(obj, **{parts[0]: _set(getattr(obj, parts[0]), parts[1:], value)})
+
+
+def _read(path: Path) -> dict[str, Any]:
+    if not path.exists():
+        raise InputError(f"best-params file missing; restore the committed one "
+                         f"(git checkout {path}) or write one with `fgpo sweep`", file=str(path))
+    raw = yaml.safe_load(path.read_text()) or {}
+    if not isinstance(raw, dict) or not all(isinstance(v, dict) for v in raw.values()):
+        raise InputError("expected method -> reasoner -> benchmark -> best trial",
+                         file=str(path))
+    return raw
+
+
+def apply_best(params: Path) -> bool:
+    """`sweep.apply_best` of params.yaml, read without the sweep's own config (and Optuna)."""
+    value = (read_params(params).get("sweep") or {}).get("apply_best", False)
+    if not isinstance(value, bool):
+        raise InputError(f"must be true or false, got {value!r}", file=str(params),
+                         field="sweep.apply_best")
+    return value
+
+
+def read_best(method: str, reasoner: str, benchmark: str, path: Path = BEST_PARAMS
+              ) -> dict[str, Any] | None:
+    """The setting's best trial ({study, trial, value, params}), or None if none was swept."""
+    return (_read(path).get(method) or {}).get(reasoner, {}).get(benchmark)
+
+
+def record_best(best: dict[str, Any], method: str, reasoner: str, benchmark: str,
+               path: Path = BEST_PARAMS) -> None:
+    """Record the setting's best trial; other settings' entries are kept (workers of other
+    studies may write at the same time, hence the lock)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with FileLock(str(path) + ".lock", timeout=60):
+        raw = _read(path) if path.exists() else {m: {} for m in METHODS}
+        raw.setdefault(method, {}).setdefault(reasoner, {})[benchmark] = best
+        atomic_write_text(HEADER + yaml.safe_dump(raw, sort_keys=True), path)

@@ -1,0 +1,153 @@
+"""dvc.yaml declares the code each stage runs: the module closure of its entry, derived here.
+
+A stage runs `fgpo <command>`: cli.py (with its module-level imports) and the stage's module in
+`fgpo.stages` with every `fgpo` module it imports, at module or function level, and the
+`__init__.py` of each package on the way. A dependency path covers a module when it is the
+module's file or a folder above it. Every module of the closure must be covered, and every code
+path a stage declares must hold only modules of its closure (so editing a module reruns exactly
+the stages that import it).
+"""
+
+from __future__ import annotations
+
+import ast
+from functools import cache
+from pathlib import Path
+
+import pytest
+import yaml
+
+REPO = Path(__file__).resolve().parents[1]
+SRC = REPO / "src"
+PACKAGE = SRC / "fgpo"
+
+
+def _file(module: str) -> Path | None:
+    """The source file of an `fgpo` module (a package's __init__.py), or None."""
+    base = SRC.joinpath(*module.split("."))
+    for path in (base.with_suffix(".py"), base / "__init__.py"):
+        if path.is_file():
+            return path
+    return None
+
+
+def _module(path: Path) -> str:
+    parts = path.relative_to(SRC).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _package_of(path: Path) -> str:
+    return _module(path) if path.name == "__init__.py" else _module(path).rpartition(".")[0]
+
+
+def _dynamic_package(node: ast.Call) -> str | None:
+    """`import_module(f"fgpo.pkg.{x}")` / `__import__(f"fgpo.pkg.{x}")` -> "fgpo.pkg"."""
+    name = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", "")
+    if name not in ("import_module", "__import__") or not node.args:
+        return None
+    arg = node.args[0]
+    if isinstance(arg, ast.JoinedStr) and arg.values and isinstance(arg.values[0], ast.Constant):
+        prefix = str(arg.values[0].value)
+        if prefix.startswith("fgpo.") and prefix.endswith("."):
+            return prefix.rstrip(".")
+    return None
+
+
+@cache
+def _imports(path: Path, top_level_only: bool) -> frozenset[str]:
+    """The `fgpo` modules a file imports: import statements, module names given as strings, and
+    f-string dynamic imports (expanded to the whole package they name)."""
+    tree = ast.parse(path.read_text(), str(path))
+    nodes = tree.body if top_level_only else list(ast.walk(tree))
+    found: set[str] = set()
+    for node in nodes:
+        if isinstance(node, ast.Import):
+            found.update(a.name for a in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                pkg = _package_of(path).split(".")
+                pkg = pkg[:len(pkg) - node.level + 1]
+                base = ".".join(pkg + ([base] if base else []))
+            found.add(base)
+            found.update(f"{base}.{a.name}" for a in node.names)  # a submodule, if it is one
+        elif isinstance(node, ast.Call) and (pkg := _dynamic_package(node)):
+            found.update(_module(p) for p in SRC.joinpath(*pkg.split(".")).glob("*.py"))
+        elif isinstance(node, ast.Constant) and str(node.value).startswith("fgpo."):
+            found.add(str(node.value))  # a module named for import_module, e.g. a backend
+    return frozenset(m for m in found if m.split(".")[0] == "fgpo" and _file(m))
+
+
+def closure(entry: str, top_level_only: bool = False) -> set[Path]:
+    """The files of `entry` and of every `fgpo` module it reaches, package __init__s included."""
+    seen: set[Path] = set()
+    todo = [entry]
+    while todo:
+        module = todo.pop()
+        parts = module.split(".")
+        for i in range(1, len(parts) + 1):  # importing a.b.c runs a and a.b first
+            path = _file(".".join(parts[:i]))
+            if path is None or path in seen:
+                continue
+            seen.add(path)
+            todo.extend(_imports(path, top_level_only and path.name == "cli.py"))
+    return seen
+
+
+def stage_closure(stage: str) -> set[Path]:
+    return closure(f"fgpo.stages.{stage}") | closure("fgpo.cli", top_level_only=True)
+
+
+def _stages() -> dict[str, dict]:
+    raw = yaml.safe_load((REPO / "dvc.yaml").read_text())["stages"]
+    return {name: spec.get("do", spec) for name, spec in raw.items()}
+
+
+def _code_deps(spec: dict) -> list[Path]:
+    return [REPO / d for d in spec.get("deps", []) if d.startswith("src/")]
+
+
+def _covered(path: Path, deps: list[Path]) -> bool:
+    return any(path == d or d in path.parents for d in deps)
+
+
+STAGES = sorted(_stages())
+
+
+def test_every_stage_has_an_entry_module():
+    assert STAGES and all(_file(f"fgpo.stages.{s}") for s in STAGES), STAGES
+
+
+@pytest.mark.parametrize("stage", STAGES)
+def test_stage_deps_cover_its_module_closure(stage):
+    deps = _code_deps(_stages()[stage])
+    missing = sorted(str(p.relative_to(REPO)) for p in stage_closure(stage)
+                     if not _covered(p, deps))
+    assert not missing, f"dvc.yaml stage {stage!r} runs code it does not declare: {missing}"
+
+
+@pytest.mark.parametrize("stage", STAGES)
+def test_stage_declares_no_code_it_does_not_run(stage):
+    ran = stage_closure(stage)
+    extra = []
+    for dep in _code_deps(_stages()[stage]):
+        files = [dep] if dep.is_file() else sorted(dep.rglob("*.py"))
+        assert files, f"{stage}: declared code path {dep} does not exist"
+        extra += [str(f.relative_to(REPO)) for f in files if f not in ran]
+    assert not extra, f"dvc.yaml stage {stage!r} declares code it never imports: {extra}"
+
+
+def test_closure_follows_function_level_and_dynamic_imports():
+    train = stage_closure("train")
+    assert PACKAGE / "train" / "overrides.py" in train  # imported by the stage module
+    assert PACKAGE / "benchmarks" / "genomeqa.py" in stage_closure("prepare")  # import_module
+    assert PACKAGE / "sweep" / "study.py" not in train  # the hand-off is a file, not an import
+
+
+def test_train_declares_the_sweep_hand_off_as_params():
+    from fgpo.train.overrides import BEST_PARAMS
+
+    params = _stages()["train"]["params"]
+    files = {next(iter(p)) for p in params if isinstance(p, dict)}
+    assert str(BEST_PARAMS) in files
+    assert (REPO / BEST_PARAMS).is_file()  # committed, so `dvc repro` works on a fresh clone
