@@ -16,8 +16,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from fgpo.benchmarks import BENCHMARKS, generate
-from fgpo.benchmarks.config import BenchmarkConfig
+from fgpo.benchmarks import declared_samples
 from fgpo.reasoners import ReasonerSpec
 from fgpo.reasoners.prompt import render_prefix, render_prompt
 from fgpo.reasoners.rule import PROFILES
@@ -32,6 +31,8 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--n", type=int, default=120, help="questions per benchmark")
     ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--params", type=Path, default=Path("params.yaml"),
+                    help="its `prepare:` section lists the benchmarks timed")
     ap.add_argument("--out", type=Path, default=Path("reports/bench_reward_tables.json"))
     args = ap.parse_args()
     tools_cfg = ToolsConfig(workers=1)
@@ -39,8 +40,7 @@ def main() -> None:
     report: dict = {"questions_per_benchmark": args.n, "subsets": n_sub, "rates": [],
                     "prefix_cache": []}
     with tempfile.TemporaryDirectory() as tmp:
-        for bench in BENCHMARKS:
-            qs = generate(bench, BenchmarkConfig(n_questions=args.n, seed=0), progress=False)
+        for bench, qs in declared_samples(args.params, args.n):
             df = run_tools(qs, tools_cfg, progress=False)
             outputs = {}
             for r in df.itertuples(index=False):

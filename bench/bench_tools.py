@@ -16,8 +16,7 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
-from fgpo.benchmarks import BENCHMARKS, generate
-from fgpo.benchmarks.config import BenchmarkConfig
+from fgpo.benchmarks import declared_samples
 from fgpo.seqio import atomic_write_text
 from fgpo.tools import ToolsConfig
 from fgpo.tools.outputs import run_tools
@@ -27,13 +26,14 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--n", type=int, default=300, help="questions per benchmark")
     ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--params", type=Path, default=Path("params.yaml"),
+                    help="its `prepare:` section lists the benchmarks timed")
     ap.add_argument("--out", type=Path, default=Path("reports/bench_tools.json"))
     args = ap.parse_args()
     base = ToolsConfig()
     workers = max(2, min(os.cpu_count() or 1, 8))
     results = []
-    for name in BENCHMARKS:
-        qs = generate(name, BenchmarkConfig(n_questions=args.n, seed=0), progress=False)
+    for name, qs in declared_samples(args.params, args.n):
         run_tools(qs[:8], base, progress=False)  # warm caches (motif thresholds, imports)
         row = {"benchmark": name, "questions": len(qs)}
         for label, cfg in (("serial", replace(base, workers=1)),

@@ -104,7 +104,9 @@ def _stages() -> dict[str, dict]:
 
 
 def _code_deps(spec: dict) -> list[Path]:
-    return [REPO / d for d in spec.get("deps", []) if d.startswith("src/")]
+    """The literal code paths a stage declares (an interpolated dep such as `${item.source}` is
+    not a path here: DVC fills it in per benchmark, see the prepare tests below)."""
+    return [REPO / d for d in spec.get("deps", []) if d.startswith("src/") and "${" not in d]
 
 
 def _covered(path: Path, deps: list[Path]) -> bool:
@@ -151,3 +153,53 @@ def test_train_declares_the_sweep_hand_off_as_params():
     files = {next(iter(p)) for p in params if isinstance(p, dict)}
     assert str(BEST_PARAMS) in files
     assert (REPO / BEST_PARAMS).is_file()  # committed, so `dvc repro` works on a fresh clone
+
+
+# ---- the prepare stage tracks each declared benchmark's source -------------------------------------
+
+def test_code_deps_skip_interpolated_deps():
+    assert _code_deps({"deps": ["src/fgpo/cli.py", "${item.source}", "src/${item.x}.py",
+                                "data/a.parquet"]}) == [REPO / "src/fgpo/cli.py"]
+
+
+def test_prepare_lists_each_benchmarks_source_as_a_dep():
+    """`${item.source}` is a dep of every prepare@<name> (foreach over the `prepare:` section),
+    so an imported collection's files, and a generated benchmark's generator module, rerun it."""
+    raw = yaml.safe_load((REPO / "dvc.yaml").read_text())["stages"]["prepare"]
+    assert raw["foreach"] == "${prepare}"
+    assert "${item.source}" in raw["do"]["deps"]
+
+
+def test_generated_sources_are_their_generator_modules_in_the_prepare_closure():
+    from fgpo.benchmarks.config import BenchmarkConfig, load_prepare
+
+    declared = load_prepare(REPO / "params.yaml").benchmarks
+    generated = {n: b for n, b in declared.items() if isinstance(b, BenchmarkConfig)}
+    assert generated  # the offline default declares generated benchmarks
+    ran, deps = stage_closure("prepare"), _code_deps(_stages()["prepare"])
+    for name, cfg in generated.items():
+        assert cfg.source == f"src/fgpo/benchmarks/{name}.py", (name, cfg.source)
+        assert REPO / cfg.source in ran, f"{cfg.source} is not run by the prepare stage"
+        assert _covered(REPO / cfg.source, deps)
+
+
+def test_dvc_resolves_the_source_dep_of_an_imported_collection(tmp_path):
+    """DVC's own resolver: each prepare@<name> gets that declaration's source as a dep."""
+    import types
+
+    parsing = pytest.importorskip("dvc.parsing")
+    from dvc.fs import LocalFileSystem
+
+    params = yaml.safe_load((REPO / "params.yaml").read_text())
+    params["prepare"]["my_promoters"] = {
+        "kind": "imported", "source": "../data/promoters", "positives": "p.fa",
+        "negatives": "n.fa", "family": "promoter"}
+    (tmp_path / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
+    dvc_yaml = yaml.safe_load((REPO / "dvc.yaml").read_text())
+    repo = types.SimpleNamespace(fs=LocalFileSystem(), config={})
+    resolver = parsing.DataResolver(repo, str(tmp_path),
+                                    {"stages": {"prepare": dvc_yaml["stages"]["prepare"]}})
+    stages = resolver.resolve()["stages"]
+    assert set(stages) == {f"prepare@{n}" for n in params["prepare"]}
+    assert "../data/promoters" in stages["prepare@my_promoters"]["deps"]
+    assert "src/fgpo/benchmarks/genomeqa.py" in stages["prepare@genomeqa"]["deps"]

@@ -216,6 +216,15 @@ def test_base_url_password_is_redacted_in_failures(server: FakeServer) -> None:
     assert "hunter2-PW" not in str(info.value) and "user:***@" in str(info.value)
 
 
+def test_a_password_quoted_in_the_error_detail_is_redacted() -> None:
+    # a connection error may quote the URL it could not reach, password included
+    url = "http://user:hunter2-PW@10.0.0.1:8000/v1"
+    reasoner = build_reasoner(spec(url, max_retries=0))
+    err = ConnectionError(f"cannot connect to {url}/chat/completions")
+    message = reasoner._failure_message(err, requests(1)[0], "sk-placeholder")
+    assert "hunter2-PW" not in message and "user:***@10.0.0.1" in message
+
+
 def test_recorded_spec_masks_a_base_url_password() -> None:
     # spec.public() goes into table metadata, build journals and MLflow params
     s = spec("http://user:hunter2-PW@10.0.0.1:8000/v1")

@@ -351,21 +351,22 @@ def test_load_section_invalid_value_names_file(tmp_path: Path) -> None:
 
 def test_config_errors_name_the_params_file_actually_read(tmp_path: Path) -> None:
     """Issue 10, item 11: errors said "file params.yaml" whatever --params named."""
-    from fgpo.benchmarks.config import PrepareConfig
+    from fgpo.benchmarks.config import load_prepare
     from fgpo.report.summary import ReportConfig
     from fgpo.train.config import TrainConfig
 
     p = tmp_path / "other.yaml"
     p.write_text("tools:\n  names: []\n"
                  "train:\n  eval_every: 0\n  policy:\n    kind: rnn\n"
-                 "prepare:\n  genomeqa:\n    n_questions: 0\n"
+                 "prepare:\n  genomeqa:\n    kind: generated\n"
+                 "    source: src/fgpo/benchmarks/genomeqa.py\n    n_questions: 0\n"
                  "report:\n  tie_margin: -1\n")
-    for cls, section, field in [(ToolsConfig, "tools", "tools.names"),
-                                (TrainConfig, "train", "train.policy.kind"),
-                                (PrepareConfig, "prepare", "prepare.genomeqa.n_questions"),
-                                (ReportConfig, "report", "report.tie_margin")]:
+    for load, field in [(lambda: load_section(ToolsConfig, "tools", p), "tools.names"),
+                        (lambda: load_section(TrainConfig, "train", p), "train.policy.kind"),
+                        (lambda: load_prepare(p), "prepare.genomeqa.n_questions"),
+                        (lambda: load_section(ReportConfig, "report", p), "report.tie_margin")]:
         with pytest.raises(InputError) as exc:
-            load_section(cls, section, p)
+            load()
         msg = str(exc.value)
         assert exc.value.file == str(p) and "params.yaml" not in msg, msg
         assert exc.value.field == field and f"'{field}'" in msg, msg  # full path, no doubling

@@ -14,13 +14,15 @@ import pandas as pd
 import pytest
 import yaml
 
-from fgpo.benchmarks import BENCHMARKS
+from fgpo.benchmarks.config import BenchmarkConfig, load_prepare
 from fgpo.question import from_frame
 from fgpo.seqio import read_parquet_metadata
 from fgpo.tools import ToolsConfig, tool_fingerprint
 
 REPO = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
+BENCHMARKS = [name for name, b in load_prepare(REPO / "params.yaml").benchmarks.items()
+              if isinstance(b, BenchmarkConfig)]  # the generated benchmarks the repo declares
 
 
 def small_params(tmp: Path, n: int = 24) -> Path:

@@ -22,10 +22,11 @@ def _fail(exc: Exception) -> None:
 
 
 @app.command()
-def prepare(benchmark: str = typer.Argument(..., help="genomeqa | seqcalc | variant"),
+def prepare(benchmark: str = typer.Argument(..., help="a name declared under `prepare:` in "
+                                                       "params.yaml, e.g. genomeqa"),
             params: Path = PARAMS,
             out_dir: Path = typer.Option(Path("data/benchmarks"))) -> None:
-    """Generate a benchmark -> data/benchmarks/<benchmark>.parquet."""
+    """Generate or import a declared benchmark -> data/benchmarks/<benchmark>.parquet."""
     from fgpo.stages import prepare as stage
     try:
         path = stage.main(benchmark, params, out_dir)

@@ -20,11 +20,39 @@ def read_params(path: str | Path = DEFAULT_PARAMS) -> dict[str, Any]:
     path = Path(path)
     if not path.exists():
         raise InputError("params file not found", file=str(path))
-    with path.open() as fh:
-        data = yaml.safe_load(fh) or {}
+    text = path.read_text()
+    try:
+        duplicate = _first_duplicate_key(yaml.compose(text, Loader=yaml.SafeLoader))
+        data = yaml.safe_load(text) or {}
+    except yaml.YAMLError as exc:
+        raise InputError(f"not valid YAML: {exc}", file=str(path)) from None
+    if duplicate:
+        key, lines = duplicate
+        raise InputError(f"declared twice (lines {lines[0]} and {lines[1]}); YAML would keep "
+                         "only the last one: merge or rename them", file=str(path), field=key)
     if not isinstance(data, dict):
         raise InputError("top level must be a mapping of stage sections", file=str(path))
     return data
+
+
+def _first_duplicate_key(node: yaml.Node | None, where: str = ""
+                         ) -> tuple[str, tuple[int, int]] | None:
+    """(dotted key, (first line, second line)) of the first key repeated in one mapping."""
+    if isinstance(node, yaml.MappingNode):
+        seen: dict[Any, int] = {}
+        for key_node, value_node in node.value:
+            key = key_node.value
+            path = f"{where}.{key}" if where else str(key)
+            if key in seen:
+                return path, (seen[key], key_node.start_mark.line + 1)
+            seen[key] = key_node.start_mark.line + 1
+            if found := _first_duplicate_key(value_node, path):
+                return found
+    elif isinstance(node, yaml.SequenceNode):
+        for i, item in enumerate(node.value):
+            if found := _first_duplicate_key(item, f"{where}[{i}]"):
+                return found
+    return None
 
 
 def from_dict(cls: type[T], data: dict[str, Any], *, where: str = "params") -> T:

@@ -7,7 +7,6 @@ human non-TATA promoters (Gresova et al. 2023).
 
 from __future__ import annotations
 
-import string
 import warnings
 from collections import Counter
 from pathlib import Path
@@ -16,35 +15,10 @@ import numpy as np
 import pandas as pd
 
 from fgpo.benchmarks.base import assign_splits
+from fgpo.benchmarks.config import QUESTION_TEMPLATES, ImportConfig, check_template
 from fgpo.errors import InputError
 from fgpo.question import Question, to_frame
 from fgpo.seqio import read_fasta, read_labelled_csv
-
-QUESTION_TEMPLATES = {
-    "promoter": "Is this {n} bp {organism} sequence a promoter?",
-    "enhancer": "Is this {n} bp {organism} sequence an enhancer?",
-    "splice": "Does this {n} bp {organism} sequence contain a splice site?",
-    "tf_binding": "Does this {n} bp {organism} sequence contain a transcription-factor binding site?",
-}
-PLACEHOLDERS = ("n", "organism")  # what `labelled_to_questions` formats a template with
-
-
-def check_template(template: str) -> None:
-    """Refuse a question template with placeholders other than {n} and {organism}."""
-    allowed = ", ".join(f"{{{p}}}" for p in PLACEHOLDERS)
-    try:
-        fields = [f for _, f, _, _ in string.Formatter().parse(template) if f is not None]
-        unknown = sorted({f for f in fields if f.split(".")[0].split("[")[0] not in PLACEHOLDERS})
-        if not unknown:
-            template.format(n=81, organism="genomic")
-    except (ValueError, IndexError, KeyError, AttributeError, TypeError) as exc:
-        raise InputError(f"bad question template {template!r} ({exc}); allowed placeholders: "
-                         f"{allowed} (write {{{{ and }}}} for literal braces)",
-                         field="--question") from None
-    if unknown:
-        raise InputError(f"unknown placeholder(s) {', '.join('{' + u + '}' for u in unknown)} in "
-                         f"{template!r}; allowed: {allowed}", field="--question")
-
 
 def clean_records(records: list[tuple[str, str, int]], source: str = "input"
                   ) -> list[tuple[str, str, int]]:
@@ -135,14 +109,32 @@ def labelled_to_questions(records: list[tuple[str, str, int]], *, name: str, fam
     return questions
 
 
+def fasta_pair_records(positives: str | Path, negatives: str | Path
+                       ) -> list[tuple[str, str, int]]:
+    """(id, sequence, label) of a FASTA pair: positives labelled 1, negatives 0."""
+    return ([(rid, s, 1) for rid, s in read_fasta(positives)]
+            + [(rid, s, 0) for rid, s in read_fasta(negatives)])
+
+
 def import_fasta_pair(positives: str | Path, negatives: str | Path, **kw) -> pd.DataFrame:
-    records = [(rid, s, 1) for rid, s in read_fasta(positives)]
-    records += [(rid, s, 0) for rid, s in read_fasta(negatives)]
     kw.setdefault("source", f"{positives} + {negatives}")
-    return to_frame(labelled_to_questions(records, **kw))
+    return to_frame(labelled_to_questions(fasta_pair_records(positives, negatives), **kw))
 
 
 def import_csv(path: str | Path, seq_col: str = "seq", label_col: str = "label", **kw
                ) -> pd.DataFrame:
     kw.setdefault("source", str(path))
     return to_frame(labelled_to_questions(read_labelled_csv(path, seq_col, label_col), **kw))
+
+
+def import_declared(name: str, cfg: ImportConfig) -> list[Question]:
+    """The questions of a collection declared under params.yaml's `prepare:` (kind: imported)."""
+    if cfg.is_fasta_pair:
+        pos, neg = cfg.files()
+        records, source = fasta_pair_records(pos, neg), f"{pos} + {neg}"
+    else:
+        records, source = read_labelled_csv(cfg.source, cfg.seq_col, cfg.label_col), cfg.source
+    return labelled_to_questions(records, name=name, family=cfg.family, organism=cfg.organism,
+                                 seed=cfg.seed, split=tuple(cfg.split),
+                                 max_per_class=cfg.max_per_class, question=cfg.question or None,
+                                 source=source)

@@ -17,7 +17,7 @@ from openai import AsyncOpenAI
 
 from fgpo.reasoners.base import Reasoner, ReasonerError, ReasonerSpec, Request
 from fgpo.reasoners.prompt import option_letters, render_messages
-from fgpo.redact import redact_url
+from fgpo.redact import MASK, redact_text, redact_url
 
 PLACEHOLDER_KEY = "EMPTY"
 """Sent when the key variable is unset; `vllm serve` without --api-key accepts any key."""
@@ -92,7 +92,8 @@ class OpenAIReasoner(Reasoner):
         detail = f"{what + ': ' if what else ''}{type(err).__name__}: " \
                  f"{getattr(err, 'message', err)}"[:_DETAIL_CHARS]
         if key != PLACEHOLDER_KEY:
-            detail = detail.replace(key, "***")  # a server echoing the key must not leak it
+            detail = detail.replace(key, MASK)  # a server echoing the key must not leak it
+        detail = redact_text(detail)  # e.g. a connection error quoting the URL with its password
         hint = ""
         if isinstance(err, openai.APIStatusError) and err.status_code in (401, 403):
             hint = f" Check the key in the environment variable {s.api_key_env}."

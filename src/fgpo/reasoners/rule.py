@@ -346,8 +346,9 @@ def decide(profile_name: str, req: Request) -> int:
 
 
 def _relevant_tools(q: Question) -> set[str]:
-    from fgpo.benchmarks import BENCHMARKS, evidence
-    if q.benchmark in BENCHMARKS:
+    from fgpo.benchmarks import evidence
+    from fgpo.benchmarks.config import GENERATORS
+    if q.benchmark in GENERATORS:
         return set(evidence(q.benchmark).get(q.family, []))
     return set()  # imported collections: no planted decision rule, priors only
 

@@ -6,7 +6,8 @@ import json
 import re
 from pathlib import Path
 
-from fgpo.benchmarks import BENCHMARKS, evidence
+from fgpo.benchmarks import evidence
+from fgpo.benchmarks.config import ImportConfig, PrepareConfig, load_prepare
 from fgpo.config import load_section
 from fgpo.errors import InputError
 from fgpo.rewards.table import RewardTableConfig
@@ -14,34 +15,41 @@ from fgpo.seqio import atomic_write_text, read_parquet
 from fgpo.tools import TOOL_REGISTRY, ToolsConfig
 
 
-def evidence_map() -> dict[str, dict[str, list[str]]]:
-    return {name: evidence(name) for name in BENCHMARKS}
+def evidence_map(prepare: PrepareConfig) -> dict[str, dict[str, list[str]] | None]:
+    """Declared benchmark -> family -> its planted evidence tools (None: an imported collection,
+    whose labels come from real data)."""
+    return {name: None if isinstance(cfg, ImportConfig) else evidence(name)
+            for name, cfg in prepare.benchmarks.items()}
 
 
-def benchmark_table(bench_dir: Path, tools_cfg: ToolsConfig) -> str:
+def benchmark_table(bench_dir: Path, tools_cfg: ToolsConfig, prepare: PrepareConfig) -> str:
     """Markdown: per benchmark and family, question counts per split and the evidence tools."""
     lines = ["| benchmark | family | questions | train / val / test | options | evidence tools "
              "(in the default K=6 set) |", "|---|---|---:|---|---:|---|"]
-    for name, evidence in evidence_map().items():
+    for name, evidence in evidence_map(prepare).items():
         path = bench_dir / f"{name}.parquet"
         if not path.exists():
             raise InputError("benchmark missing: run `dvc repro` first", file=str(path))
         df = read_parquet(path, rebuild="`dvc repro`", columns=["family", "split", "options"])
         for fam, g in df.groupby("family", sort=False):
             splits = " / ".join(str(int((g.split == s).sum())) for s in ("train", "val", "test"))
-            tools = [t if t in tools_cfg.names else f"{t} (extended)" for t in evidence[fam]]
+            if evidence is None:
+                what = "(imported: real labels, no planted evidence)"
+            else:
+                tools = [t if t in tools_cfg.names else f"{t} (extended)" for t in evidence[fam]]
+                what = ", ".join(tools) or "(none: answer from the sequence itself)"
             lines.append(f"| {name} | {fam} | {len(g)} | {splits} | {len(g.options.iloc[0])} | "
-                         f"{', '.join(tools) or '(none: answer from the sequence itself)'} |")
+                         f"{what} |")
     return "\n".join(lines)
 
 
-def reward_table_stats(metrics_dir: Path, reasoners: list[str]) -> str:
+def reward_table_stats(metrics_dir: Path, reasoners: list[str], benchmarks: list[str]) -> str:
     """Markdown: `table-stats` of every built (reasoner, benchmark) table, test split."""
     lines = ["| reasoner | benchmark | no tools | all tools | random subset | best fixed subset "
              "(mask, tools) | oracle | constant correctness rows | uniform zero-signal (G) |",
              "|---|---|---:|---:|---:|---:|---:|---:|---:|"]
     for r in reasoners:
-        for b in BENCHMARKS:
+        for b in benchmarks:
             path = metrics_dir / r / f"{b}.json"
             if not path.exists():
                 raise InputError("table stats missing: run `dvc repro` first", file=str(path))
@@ -97,9 +105,11 @@ def update_readme(path: Path, params: Path, bench_dir: Path,
     tools_cfg = load_section(ToolsConfig, "tools", params)
     text = path.read_text()
     text = replace_block(text, "tools", tools_table(tools_cfg))
-    text = replace_block(text, "benchmarks", benchmark_table(bench_dir, tools_cfg))
+    prepare = load_prepare(params)
+    text = replace_block(text, "benchmarks", benchmark_table(bench_dir, tools_cfg, prepare))
     reward_cfg = load_section(RewardTableConfig, "reward_table", params)
-    text = replace_block(text, "reward_tables", reward_table_stats(metrics_dir, reward_cfg.build))
+    text = replace_block(text, "reward_tables",
+                         reward_table_stats(metrics_dir, reward_cfg.build, prepare.names))
     summary = Path("reports/summary.md")
     if summary.exists():
         text = replace_block(text, "results", results_block(summary.read_text()))

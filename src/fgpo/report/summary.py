@@ -70,6 +70,7 @@ class SettingData:
     selections: dict[str, pd.DataFrame]       # method -> data/selections/<m>/<r>/<b>.parquet
     table_stats: dict[str, Any]               # metrics/reward_tables/<r>/<b>.json
     test: SplitTable = field(repr=False)
+    n_questions: int = 0                      # questions in the table, all splits
 
     @property
     def name(self) -> str:
@@ -127,8 +128,8 @@ def setting_numbers(s: SettingData, cfg: ReportConfig) -> dict[str, Any]:
     spread = float(np.hypot(out["fgpo/test/accuracy_std"], out["grpo/test/accuracy_std"]))
     out["diff/test/accuracy"] = diff
     out["outcome"] = outcome(diff, spread, cfg.tie_margin)
-    for b in ("no_tools", "all_tools", "random", "best_fixed", "oracle"):
-        out[f"baseline/test/{b}_accuracy"] = f[f"baseline/test/{b}_accuracy"]
+    for b in ("no_tools", "all_tools", "random", "best_fixed", "oracle"):  # from table-stats
+        out[f"baseline/test/{b}_accuracy"] = s.table_stats[f"test/{b}_accuracy"]
     out["baseline/best_fixed_tools"] = int(s.test.n_tools[s.test.best_fixed_mask])
     out["baseline/oracle_tools_per_question"] = oracle_tools(s.test.reward, s.test.n_tools)
     # ---- reward-evaluation budgets: to the end and to a common validation accuracy ----

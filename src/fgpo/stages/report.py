@@ -17,8 +17,8 @@ from urllib.parse import quote
 
 import pandas as pd
 
-from fgpo.benchmarks import BENCHMARKS, evidence
-from fgpo.benchmarks.config import PrepareConfig
+from fgpo.benchmarks import evidence
+from fgpo.benchmarks.config import ImportConfig, load_prepare
 from fgpo.config import DEFAULT_PARAMS, load_section
 from fgpo.errors import InputError
 from fgpo.report import figures
@@ -63,12 +63,15 @@ def load_setting(reasoner: str, benchmark: str, tools_cfg: ToolsConfig, data: Pa
         table_stats=stats,
         test=SplitTable(families=table.families[test], correct=table.correct[test],
                        reward=table.reward[test], n_tools=table.n_tools,
-                       best_fixed_mask=int(stats["table/best_fixed_mask"])))
+                       best_fixed_mask=int(stats["table/best_fixed_mask"])),
+        n_questions=len(table.families))
 
 
-def what_ran(params: Path) -> str:
-    """What the default pipeline ran, from params.yaml, set against what the paper ran."""
-    prepare = load_section(PrepareConfig, "prepare", params)
+def what_ran(params: Path, questions: dict[str, int]) -> str:
+    """What the default pipeline ran, from params.yaml, set against what the paper ran.
+    `questions`: benchmark -> its number of questions (an imported one's is known from its
+    table, not from params)."""
+    prepare = load_prepare(params)
     tools = load_section(ToolsConfig, "tools", params)
     reward = load_section(RewardTableConfig, "reward_table", params)
     train = load_section(TrainConfig, "train", params)
@@ -80,19 +83,29 @@ def what_ran(params: Path) -> str:
                      "paper used five frozen LLM reasoners")
     else:
         reasoners = f"{len(reward.build)} reasoners ({', '.join(reward.build)})"
-    benches = []
-    for b in BENCHMARKS:
-        cfg = getattr(prepare, b)
+    generated, imported = [], []
+    for b, cfg in prepare.benchmarks.items():
         split = "/".join(f"{100 * x:.0f}" for x in cfg.split)
-        benches.append(f"{b} ({cfg.n_questions} questions, {len(evidence(b))} families, "
-                       f"train/val/test {split}%)")
+        if isinstance(cfg, ImportConfig):
+            imported.append(f"{b} ({questions[b]} {cfg.organism} {cfg.family} questions from "
+                            f"`{cfg.source}`, train/val/test {split}%)")
+        else:
+            generated.append(f"{b} ({cfg.n_questions} questions, {len(evidence(b))} families, "
+                             f"train/val/test {split}%)")
+    bench_lines = []
+    if generated:
+        bench_lines.append(
+            f"- **Benchmarks**: {', '.join(generated)}, generated offline from JASPAR matrices, "
+            "splice consensus and organism composition models. The paper used GenomeQA "
+            "(5,200 real sequence questions) and two further genomic benchmarks.")
+    if imported:
+        bench_lines.append(f"- **Imported collections** (real labelled sequences, yes/no "
+                           f"questions): {', '.join(imported)}.")
     p = train.policy
     layers = f"layers {p.lora_layers}" if p.lora_layers else "all layers"
     return "\n".join([
         f"- **Reasoners**: {reasoners}.",
-        f"- **Benchmarks**: {', '.join(benches)}, generated offline from JASPAR matrices, splice "
-        "consensus and organism composition models. The paper used GenomeQA "
-        "(5,200 real sequence questions) and two further genomic benchmarks.",
+        *bench_lines,
         f"- **Tools**: K = {len(tools.names)} ({', '.join(tools.names)}), so 2^K = "
         f"{2 ** len(tools.names)} subsets; reward = correct − {reward.tool_cost} × tools.",
         f"- **Policy**: `{p.kind}` on `{p.backbone}` + LoRA r = {p.lora_r} on "
@@ -159,8 +172,9 @@ def main(params: Path = DEFAULT_PARAMS, data: Path = Path("data"),
         raise InputError(f"heatmap_reasoner {cfg.heatmap_reasoner!r} is not in "
                          f"reward_table.build {reasoners}", file=str(params),
                          field="report.heatmap_reasoner")
+    benchmarks = load_prepare(params).names
     settings = [load_setting(r, b, tools_cfg, data, metrics, plots)
-                for r in reasoners for b in BENCHMARKS]
+                for r in reasoners for b in benchmarks]
     rows = [setting_numbers(s, cfg) for s in settings]
     overall = overall_numbers(rows)
     fam = pd.concat([family_accuracy(s) for s in settings], ignore_index=True)
@@ -176,7 +190,8 @@ def main(params: Path = DEFAULT_PARAMS, data: Path = Path("data"),
     figures.family_accuracy(fam, fig["Per-family test accuracy"])
     figures.subset_heatmaps(choices, tools_cfg.names, cfg.heatmap_reasoner,
                             fig["Subset choice per family"])
-    summary = render_summary(rows, overall, fam, what_ran(params), FIGURES, cfg)
+    questions = {s.benchmark: s.n_questions for s in settings}
+    summary = render_summary(rows, overall, fam, what_ran(params, questions), FIGURES, cfg)
     atomic_write_text(summary, out / "summary.md")
     atomic_write_text(json.dumps(summary_metrics(rows, overall), indent=1) + "\n",
                       metrics / "summary.json")
