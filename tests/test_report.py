@@ -259,3 +259,11 @@ def test_report_names_the_missing_input_and_bad_params(tmp_path):
     with pytest.raises(InputError, match="tie_margn"):
         stage.main(path, data=tmp_path / "data", tracking=False)
     assert not (tmp_path / "reports").exists()
+
+
+def test_a_target_reached_before_training_costs_nothing():
+    # step 0 has no train counters (blank in the curve CSV): reaching the target there cost 0
+    c = pd.DataFrame({"step": [0, 1], "val_accuracy": [0.6, 0.6],
+                      "train_reward_evals_unique": [np.nan, 120.0]})
+    assert budget_to_target(c, 0.6, "train_reward_evals_unique") == 0.0
+    assert budget_to_target(c, 0.7, "train_reward_evals_unique") is None

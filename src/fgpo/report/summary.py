@@ -96,7 +96,11 @@ def budget_to_target(curve: pd.DataFrame, target: float, cost: str) -> float | N
     """
     val = curve.dropna(subset=["val_accuracy"]).sort_values("step")
     hit = val[val["val_accuracy"] >= target - 1e-9]
-    return None if hit.empty else float(hit[cost].iloc[0])
+    if hit.empty:
+        return None
+    value = float(hit[cost].iloc[0])
+    # before the first step the train counters are blank (NaN): nothing has been spent yet
+    return 0.0 if np.isnan(value) and hit["step"].iloc[0] == 0 else value
 
 
 def outcome(diff: float, spread: float, margin: float) -> str:
