@@ -11,7 +11,7 @@ from fgpo.question import Question
 from fgpo.reasoners import ReasonerSpec, Request, build_reasoner
 from fgpo.reasoners.parse import parse_answer
 from fgpo.reasoners.prompt import TEMPLATE_HASH, render_messages, render_prompt
-from fgpo.reasoners.rule import PROFILES, decide
+from fgpo.reasoners.rule import PROFILES, respond
 from fgpo.tools import ToolsConfig, build_tools
 from fgpo.tools.base import ToolOutput
 
@@ -82,6 +82,12 @@ def genomeqa_cells():
     return qs, {q.id: {t.name: t.run(q.sequences) for t in tools} for q in qs}
 
 
+def decide(profile: str, req: Request) -> int | None:
+    """The option index a profile answers for one cell (its text through the shared parser)."""
+    return parse_answer(respond(profile, render_messages(req.question, req.evidence)),
+                        req.question.options)
+
+
 def _acc(profile, qs, outs, names):
     hits = [decide(profile, Request(q, 0, {n: outs[q.id][n] for n in names})) == q.answer
             for q in qs]
@@ -139,3 +145,11 @@ def test_unknown_profile_and_backend_are_refused():
         ReasonerSpec(backend="gpt")
     with pytest.raises(InputError, match="base_url"):
         ReasonerSpec(backend="openai", model="m")
+
+
+def test_render_many_equals_render_messages_per_request(genomeqa_cells):
+    from fgpo.reasoners.prompt import render_many
+    qs, outs = genomeqa_cells
+    items = [(q, {n: outs[q.id][n] for n in names})
+             for q in qs[:6] for names in ([], ["composition"], ToolsConfig().names)]
+    assert render_many(items) == [render_messages(q, ev) for q, ev in items]

@@ -84,19 +84,25 @@ def table_stats(reasoner: str = typer.Argument(...), benchmark: str = typer.Argu
     except InputError as exc:
         _fail(exc)
     for key, value in result.items():
-        if not key.startswith("family/"):
+        if not key.startswith("family/") and key != "table/warnings":
             typer.echo(f"{key:40s} {value:.4f}" if isinstance(value, float) else f"{key:40s} {value}")
+    for warning in result["table/warnings"]:  # loud, but the stage still writes its metrics
+        typer.echo(f"warning: {reasoner}/{benchmark}: {warning}", err=True)
 
 
 @app.command()
 def train(method: str = typer.Argument(..., help="fgpo | grpo"),
           reasoner: str = typer.Argument(...), benchmark: str = typer.Argument(...),
           params: Path = PARAMS, data: Path = typer.Option(Path("data")),
-          no_mlflow: bool = typer.Option(False, "--no-mlflow", help="skip MLflow logging")) -> None:
+          no_mlflow: bool = typer.Option(False, "--no-mlflow", help="skip MLflow logging"),
+          force: bool = typer.Option(False, "--force", help="train even on a degenerate reward "
+                                     "table (see `fgpo table-stats`; train.allow_degenerate_table)")
+          ) -> None:
     """Train a tool-selection policy (every seed), log to MLflow, write metrics and plots."""
     from fgpo.stages import train as stage
     try:
-        summary = stage.main(method, reasoner, benchmark, params, data, tracking=not no_mlflow)
+        summary = stage.main(method, reasoner, benchmark, params, data, tracking=not no_mlflow,
+                             force=force)
     except InputError as exc:
         _fail(exc)
     for key in ("test/accuracy", "test/expected_accuracy", "test/tools_per_question",

@@ -29,18 +29,34 @@ def render_prefix(q: Question) -> str:
     return PREFIX.format(question=q.question, options=options, sequences=seqs)
 
 
-def render_prompt(q: Question, evidence: dict[str, ToolOutput]) -> str:
-    """The user message for `q` with the given tools' text blocks, in the order given."""
+def render_prompt(q: Question, evidence: dict[str, ToolOutput], prefix: str | None = None
+                  ) -> str:
+    """The user message for `q` with the given tools' text blocks, in the order given
+    (`prefix`: `render_prefix(q)` when the caller already has it)."""
     body = (EVIDENCE.format(blocks="\n".join(o.text for o in evidence.values())) if evidence
             else NO_EVIDENCE)
     letters = ", ".join(LETTERS[: len(q.options)])
-    return render_prefix(q) + body + SUFFIX.format(letters=letters)
+    return (render_prefix(q) if prefix is None else prefix) + body + SUFFIX.format(letters=letters)
 
 
 def render_messages(q: Question, evidence: dict[str, ToolOutput]) -> list[dict[str, str]]:
     """Chat messages (system + user) for chat-template backends."""
     return [{"role": "system", "content": SYSTEM},
             {"role": "user", "content": render_prompt(q, evidence)}]
+
+
+def render_many(items: list[tuple[Question, dict[str, ToolOutput]]]) -> list[list[dict[str, str]]]:
+    """`render_messages` for many (question, evidence) pairs, each question's prefix rendered
+    once (the 2^K prompts of a question share it); identical output."""
+    prefixes: dict[int, str] = {}
+    out = []
+    for q, evidence in items:
+        prefix = prefixes.get(id(q))
+        if prefix is None:
+            prefix = prefixes[id(q)] = render_prefix(q)
+        out.append([{"role": "system", "content": SYSTEM},
+                    {"role": "user", "content": render_prompt(q, evidence, prefix)}])
+    return out
 
 
 def option_letters(q: Question) -> list[str]:

@@ -1,34 +1,38 @@
-"""The embedded default reasoners: five deterministic rule-based profiles.
+"""The embedded default reasoners: five deterministic rule-based profiles, prompt in, text out.
 
-Each profile reads the same evidence a prompt would carry (the selected tools' outputs, in tool
-order, plus the question text and raw sequence) and applies the family's decision rule when the
-evidence it needs is there; otherwise it falls back on a weaker prior read off a short window of
-raw sequence, the way LLMs exploit GC content and short motifs. Profiles differ the way LLM
-reasoners do: how much evidence they can take in (a character budget), how easily irrelevant
-tool output distracts them (information overload), how much they trust the first block, how
-often they ignore tools, and which computations they can do unaided. Every stochastic choice is
-a seeded hash of (profile, question, subset), so a table is reproducible cell by cell.
+A profile gets exactly the chat messages an LLM backend gets (`prompt.render_messages`) and
+returns an answer letter that goes through the same parser. It recognises the question type
+from the wording, reads the tool blocks that fit its context budget, and applies an expert's
+decision rule to the values those blocks show (`reading.parse_block`) plus textbook knowledge
+(`knowledge`); without the evidence its rule needs it falls back on a weak prior read off a
+short window of raw sequence, the way LLMs exploit GC content and short motifs. Profiles differ
+the way LLM reasoners do: how much evidence they can take in (a character budget), how easily
+blocks their rule does not read distract them (information overload), how much they trust the
+first block, how often they ignore tools, and which computations they can do unaided. Every
+stochastic choice is a seeded hash of (profile, the prompt text it read), so a table is
+reproducible cell by cell and an answer is a function of the prompt alone.
 """
 
 from __future__ import annotations
 
 import hashlib
 import re
+import struct
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
-from Bio import Restriction
 from Bio.Seq import Seq
 
 from fgpo.errors import InputError
-from fgpo.question import LETTERS, Question
+from fgpo.reasoners import knowledge as kb
 from fgpo.reasoners.base import Reasoner, ReasonerSpec, Request
-from fgpo.tools.organism import ORGANISMS, organism_gc
+from fgpo.reasoners.prompt import render_many
+from fgpo.reasoners.reading import Read, block_tag, letter, parse_block, read_prefix, split_prompt
 
-Data = dict[str, dict[str, Any]]  # tool name -> {sequence label -> tool data}
+Evidence = dict[str, dict[str, dict[str, Any]]]  # tool -> {sequence label -> values shown}
 
 
 @dataclass(frozen=True)
@@ -37,9 +41,10 @@ class Profile:
     context_chars: int
     """Evidence budget: tool blocks past it are cut off and go unread (context overflow)."""
     distraction: float
-    """Per irrelevant block read, the chance of losing the thread and answering from priors."""
+    """Per block read that its rule does not use, the chance of losing the thread and answering
+    from priors."""
     first_block_anchor: float
-    """Chance of anchoring on an irrelevant first block (answering from priors)."""
+    """Chance of anchoring on a first block its rule does not use (answering from priors)."""
     ignore_tools: float
     """Chance of ignoring all tool output."""
     window: int
@@ -60,14 +65,14 @@ PROFILES: dict[str, Profile] = {
         context_chars=6000, distraction=0.01, first_block_anchor=0.0, ignore_tools=0.0,
         window=60, skills=ALL_SKILLS, slip=0.02),
     "overloaded_generalist": Profile(
-        "A mid-size chat model that suffers information overload: each irrelevant block is a "
-        "15% chance to lose the thread, so handing it every tool is clearly worse than the "
-        "right one or two.",
+        "A mid-size chat model that suffers information overload: each block its rule does not "
+        "use is a 15% chance to lose the thread, so handing it every tool is clearly worse "
+        "than the right one or two.",
         context_chars=3000, distraction=0.15, first_block_anchor=0.0, ignore_tools=0.02,
         window=40, skills=frozenset({"wallace_tm", "site_lookup"}), slip=0.04),
     "first_block_anchored": Profile(
-        "Trusts whatever comes first: when the first block is irrelevant it anchors on it 70% "
-        "of the time (a primacy bias), so tool order and subset choice matter.",
+        "Trusts whatever comes first: when the first block is one its rule does not use it "
+        "anchors on it 70% of the time (a primacy bias), so tool order and subset choice matter.",
         context_chars=3000, distraction=0.04, first_block_anchor=0.7, ignore_tools=0.0,
         window=30, skills=frozenset({"translate"}), slip=0.03),
     "short_context": Profile(
@@ -82,18 +87,47 @@ PROFILES: dict[str, Profile] = {
         window=50, skills=ALL_SKILLS - {"revcomp"}, slip=0.03),
 }
 
-GC_EDGES, TM_EDGES, ORF_EDGES = (0.40, 0.50, 0.60), (55.0, 62.0, 69.0), (150, 300, 450)
+CPG_ISLAND_GC, CPG_ISLAND_OE = 0.50, 0.60  # Gardiner-Garden & Frommer (1987) island criteria
+AT_RICH_MARGIN = 0.05
+"""Bacterial promoters (-35/-10 region, UP elements) run ~10 GC points below the genome
+(e.g. Kanhere & Bansal 2005); a sequence 5 points AT-richer than its genome is called AT-rich."""
+GC_RICH_MARGIN = 0.05  # enhancers / open chromatin run GC-richer than the genome background
+SIGMA70_GOOD, SIGMA70_POOR = 9, 7  # of 12 consensus matches of a -35/-10 pair (chance ~6)
 STOPS = ("TAA", "TAG", "TGA")
 
 
-# ---- small sequence helpers (what a reasoner can do by eye) ---------------------------------
+# ---- small helpers ---------------------------------------------------------------------------
 def _gc(s: str) -> float:
     acgt = [b for b in s if b in "ACGT"]
     return sum(b in "GC" for b in acgt) / len(acgt) if acgt else 0.5
 
 
-def _band(value: float, edges: tuple[float, ...]) -> int:
-    return sum(value >= e for e in edges)
+def _one(ev: Evidence, tool: str, label: str = "") -> dict[str, Any] | None:
+    """The values a block shows for one sequence (single-sequence blocks: label '')."""
+    parts = ev.get(tool) or {}
+    return parts.get(label) if label in parts else (parts.get("") if len(parts) == 1 else None)
+
+
+def _yn(r: Read, yes: bool | None) -> int | None:
+    if yes is None or r.yes_no is None:
+        return None
+    return r.yes_no[0] if yes else r.yes_no[1]
+
+
+def _lower_bounds(texts: list[str]) -> list[float]:
+    """Lower bound of each band option: 'below 40%' -> -inf, '40-50%' -> 40, '60% or more' -> 60."""
+    out = []
+    for t in texts:
+        nums = re.findall(r"\d+(?:\.\d+)?", t)
+        low = t.lower()
+        out.append(float("-inf") if not nums or re.search(r"below|shorter|less|under", low)
+                   else float(nums[0]))
+    return out
+
+
+def _band(value: float, bounds: list[float]) -> int:
+    """The last band whose lower bound is at or below `value`."""
+    return max(i for i, b in enumerate(bounds) if b <= value) if bounds else 0
 
 
 def _word(pattern: str, text: str) -> str:
@@ -101,260 +135,396 @@ def _word(pattern: str, text: str) -> str:
     return m.group(1) if m else ""
 
 
-def _tf_names(data: dict[str, Any]) -> set[str]:
-    return {m["tf"].upper() for m in data["motifs"]}
+def _tf_named(r: Read) -> str:
+    return _word(r"transcription factor ([A-Za-z0-9][\w-]*)", r.question).upper()
 
 
-@lru_cache(maxsize=None)
-def _consensus_core(tf: str) -> str:
-    """The 6 central bases of a TF's JASPAR consensus (what a model may remember)."""
-    from fgpo.benchmarks.genomeqa import TFS
-    from fgpo.tools.motifs import load_motif
-    mid = TFS.get(tf.upper())
-    if mid is None:
-        return ""
-    cons = str(load_motif("JASPAR2024", mid).consensus)
-    k = (len(cons) - 6) // 2
-    return cons[k:k + 6]
-
-
-def _has_core(tf: str, s: str) -> bool:
-    core = _consensus_core(tf)
-    return bool(core) and (core in s or str(Seq(core).reverse_complement()) in s)
-
-
-def _nearest_organism_by_gc(gc: float, options: list[str]) -> int:
-    return min(range(len(options)), key=lambda i: abs(organism_gc(options[i])[0] - gc)
-               if options[i] in ORGANISMS else 9)
-
-
-def _diff_positions(a: str, b: str) -> list[int]:
-    return [i for i, (x, y) in enumerate(zip(a, b)) if x != y]
-
-
-# ---- decision rules: answer from tool data, or None when the needed evidence is missing ----
-def _promoter(q: Question, d: Data) -> int | None:
-    tata = "TBP" in _tf_names(d["motif_scan"]["seq"]) if "motif_scan" in d else None
-    rich = d["composition"]["seq"]["cpg_oe"] >= 0.6 if "composition" in d else None
-    if tata is None and rich is None:
+def _tf_status(scan: dict[str, Any] | None, tf: str) -> bool | None:
+    """Whether the block shows a hit for `tf`: True / False (listed as absent, or no hits at
+    all) / None (the TF is not in the visible text)."""
+    if scan is None:
         return None
-    return 0 if (tata is not False) and (rich is not False) else 1  # partial evidence: trust it
-
-
-def _splice(q: Question, d: Data) -> int | None:
-    if "splice_sites" not in d:
-        return None
-    s = d["splice_sites"]["seq"]
-    return 0 if s["donor"]["n_sites"] else 1 if s["acceptor"]["n_sites"] else 2
-
-
-def _taxonomy(q: Question, d: Data) -> int | None:
-    if "organism_signature" in d:
-        return q.options.index(d["organism_signature"]["seq"]["nearest"])
-    if "composition" in d:
-        return _nearest_organism_by_gc(d["composition"]["seq"]["gc_fraction"], q.options)
+    if tf in scan["hits"]:
+        return True
+    if scan["none_at_all"] or tf in scan["absent"]:
+        return False
     return None
 
 
-def _histone(q: Question, d: Data) -> int | None:
-    return None if "composition" not in d else 0 if d["composition"]["seq"]["cpg_oe"] >= 0.6 else 1
+# ---- decision rules: answer from the values shown, or None when the needed evidence is missing
+def _promoter(r: Read, ev: Evidence) -> int | None:
+    comp, scan = _one(ev, "composition"), _one(ev, "motif_scan")
+    elems, islands = _one(ev, "promoter_elements"), _one(ev, "cpg_islands")
+    tata = _tf_status(scan, "TBP")
+    if re.search(r"CpG.island", r.question) and re.search(r"TATA", r.question):
+        # The question defines its promoter: a CpG island carrying a TATA box. Partial
+        # evidence: trust the half that is shown.
+        rich = None if comp is None or comp["cpg_oe"] is None else comp["cpg_oe"] >= CPG_ISLAND_OE
+        if tata is None and rich is None:
+            return None
+        return _yn(r, tata is not False and rich is not False)
+    lineage, genome = kb.lineage(r.question), kb.genome_gc(r.question)
+    if elems and elems["tata_mismatches"] == 0:
+        tata = True
+    if lineage == "bacteria":  # sigma-70 boxes and AT-richness relative to the genome
+        score = 0.0
+        if comp and comp["gc"] is not None:
+            # graded: a sequence far from the cut-off outweighs a weak motif cue
+            gap = (genome or 0.5) - AT_RICH_MARGIN - comp["gc"]
+            score += max(-1.0, min(1.0, gap / AT_RICH_MARGIN))
+        if elems and elems["sigma70_matches"] is not None:
+            m = elems["sigma70_matches"]
+            score += 1.5 if m >= SIGMA70_GOOD else -1.5 if m <= SIGMA70_POOR else 0
+        if tata:
+            score += 0.5
+        return None if score == 0 else _yn(r, score > 0)
+    island = None
+    if comp and comp["gc"] is not None and comp["cpg_oe"] is not None:
+        island = comp["gc"] >= CPG_ISLAND_GC and comp["cpg_oe"] >= CPG_ISLAND_OE
+    if islands and islands["covered"] is not None:
+        island = bool(island) or islands["covered"] >= 0.5
+    if lineage == "eukaryote":  # plants, fungi, invertebrates: AT-rich core, TATA box
+        at_rich = None
+        if comp and comp["gc"] is not None:
+            at_rich = comp["gc"] < (genome or 0.40) - AT_RICH_MARGIN / 2
+        if tata or at_rich:
+            return _yn(r, True)
+        return None if at_rich is None else _yn(r, False)
+    # vertebrates (and unnamed organisms): most promoters sit in CpG islands, some carry TATA
+    if tata or island:
+        return _yn(r, True)
+    return None if island is None else _yn(r, False)
 
 
-def _tf_binding(q: Question, d: Data) -> int | None:
-    if "motif_scan" not in d:
+def _enhancer(r: Read, ev: Evidence) -> int | None:
+    """Enhancers / open chromatin: TF-motif clusters in GC-richer-than-background sequence."""
+    comp, scan = _one(ev, "composition"), _one(ev, "motif_scan")
+    score = 0.0
+    if comp and comp["gc"] is not None:
+        score += 1 if comp["gc"] >= (kb.genome_gc(r.question) or 0.41) + GC_RICH_MARGIN else -1
+        if r.kind == "open_chromatin" and comp["cpg_oe"] is not None:
+            score += 1 if comp["cpg_oe"] >= CPG_ISLAND_OE else 0
+    if scan is not None:
+        n = len(scan["hits"])
+        score += 1 if n >= 2 else -0.5 if n == 0 else 0
+    return None if score == 0 else _yn(r, score > 0)
+
+
+def _splice(r: Read, ev: Evidence) -> int | None:
+    s = _one(ev, "splice_sites")
+    if not s or "donor" not in s:
         return None
-    tf = _word(r"transcription factor (\S+)\?", q.question).upper()
-    return 0 if tf in _tf_names(d["motif_scan"]["seq"]) else 1
-
-
-def _tf_motif(q: Question, d: Data) -> int | None:
-    if "motif_scan" not in d:
+    donor = s["donor"]["n"]
+    acceptor = s["acceptor"]["n"] if "acceptor" in s else None  # None: cut off the block
+    if not donor and acceptor is None:
         return None
-    present = [i for i, tf in enumerate(q.options) if tf.upper() in _tf_names(d["motif_scan"]["seq"])]
+    if r.yes_no:  # "does it contain a splice site?"
+        return _yn(r, bool(donor or acceptor))
+    return (r.option("donor") if donor else r.option("acceptor") if acceptor
+            else r.option("no splice", "none"))
+
+
+def _taxonomy(r: Read, ev: Evidence) -> int | None:
+    sig, comp = _one(ev, "organism_signature"), _one(ev, "composition")
+    if sig and sig["ranked"]:
+        for name in sig["ranked"]:
+            if name in r.options:
+                return r.options.index(name)
+    if comp and comp["gc"] is not None:
+        gcs = [kb.genome_gc_of_name(o) for o in r.options]
+        known = [i for i, g in enumerate(gcs) if g is not None]
+        return min(known, key=lambda i: abs(gcs[i] - comp["gc"])) if known else None
+    return None
+
+
+def _histone(r: Read, ev: Evidence) -> int | None:
+    comp = _one(ev, "composition")
+    if not comp or comp["cpg_oe"] is None:
+        return None
+    active = comp["cpg_oe"] >= CPG_ISLAND_OE
+    return r.option("h3k4me3", "active") if active else r.option("h3k9me3", "heterochromatin",
+                                                                  "repress")
+
+
+def _tf_binding(r: Read, ev: Evidence) -> int | None:
+    scan = _one(ev, "motif_scan")
+    if scan is None:
+        return None
+    tf = _tf_named(r)
+    if not tf:  # "a transcription-factor binding site": any scanned TF
+        return _yn(r, bool(scan["hits"]))
+    return _yn(r, _tf_status(scan, tf))
+
+
+def _tf_motif(r: Read, ev: Evidence) -> int | None:
+    scan = _one(ev, "motif_scan")
+    if scan is None:
+        return None
+    present = [i for i, tf in enumerate(r.options) if tf.upper() in scan["hits"]]
     return present[0] if present else None
 
 
-def _gc_band(q: Question, d: Data) -> int | None:
-    return None if "composition" not in d else _band(d["composition"]["seq"]["gc_fraction"], GC_EDGES)
-
-
-def _tm_band(q: Question, d: Data) -> int | None:
-    return None if "composition" not in d else _band(d["composition"]["seq"]["tm_nn"], TM_EDGES)
-
-
-def _orf_band(q: Question, d: Data) -> int | None:
-    if "orf_finder" not in d:
+def _value_band(r: Read, ev: Evidence, key: str) -> int | None:
+    comp = _one(ev, "composition")
+    if not comp or comp[key] is None:
         return None
-    longest = d["orf_finder"]["seq"]["longest"]
-    return _band(longest["length_nt"] if longest else 0, ORF_EDGES)
+    return _band(comp[key] * (100 if key == "gc" else 1), _lower_bounds(list(r.options)))
 
 
-def _peptide(q: Question, d: Data) -> int | None:
-    longest = d["orf_finder"]["seq"]["longest"] if "orf_finder" in d else None
+def _gc_band(r: Read, ev: Evidence) -> int | None:
+    return _value_band(r, ev, "gc")
+
+
+def _tm_band(r: Read, ev: Evidence) -> int | None:
+    return _value_band(r, ev, "tm")
+
+
+def _longest(ev: Evidence, label: str = "") -> dict[str, Any] | None | bool:
+    """The longest ORF shown; False when the block says there is none; None without a block."""
+    orfs = _one(ev, "orf_finder", label)
+    if orfs is None or not orfs["complete"]:
+        return None
+    return orfs["orfs"][0] if orfs["orfs"] else False
+
+
+def _orf_band(r: Read, ev: Evidence) -> int | None:
+    longest = _longest(ev)
+    if longest is None:
+        return None
+    return _band(longest["length_nt"] if longest else 0, _lower_bounds(list(r.options)))
+
+
+def _peptide(r: Read, ev: Evidence) -> int | None:
+    longest = _longest(ev)
     pep = longest["protein"][:8] if longest else ""
-    return q.options.index(pep) if pep in q.options else None
+    return r.options.index(pep) if pep in r.options else None
 
 
-def _enzyme_sites(q: Question, d: Data) -> tuple[str, dict | None]:
-    enzyme = _word(r"restriction enzyme (\w+)", q.question)
-    return enzyme, d["restriction_sites"]["seq"]["sites"].get(enzyme)
-
-
-def _restriction(q: Question, d: Data) -> int | None:
-    if "restriction_sites" not in d:
+def _restriction(r: Read, ev: Evidence) -> int | None:
+    sites = _one(ev, "restriction_sites")
+    enzyme = _word(r"restriction enzyme (\w+)", r.question)
+    if sites is None or not enzyme:
         return None
-    return 0 if _enzyme_sites(q, d)[1] else 1
+    return _yn(r, True if enzyme in sites["present"] else False if enzyme in sites["absent"]
+               else None)
 
 
-def _cut_in_orf(q: Question, d: Data) -> int | None:
-    if "restriction_sites" not in d:
+def _cut_in_orf(r: Read, ev: Evidence) -> int | None:
+    sites = _one(ev, "restriction_sites")
+    enzyme = _word(r"restriction enzyme (\w+)", r.question)
+    if sites is None or not enzyme:
         return None
-    _, sites = _enzyme_sites(q, d)
-    if not sites:
-        return 1
-    if "orf_finder" not in d or not d["orf_finder"]["seq"]["longest"]:
-        return 0  # partial evidence: a site exists, assume it is inside
-    orf, width = d["orf_finder"]["seq"]["longest"], len(sites["site"])
-    return 0 if any(orf["start"] <= s and s + width <= orf["end"] for s in sites["site_starts"]) else 1
-
-
-def _revcomp(q: Question, d: Data) -> int | None:
-    return None if "seq_compare" not in d else 0 if d["seq_compare"]["reverse_complement"] else 1
-
-
-def _stop_gain(q: Question, d: Data) -> int | None:
-    if "orf_finder" not in d or not d["orf_finder"]["ref"]["longest"]:
+    if enzyme in sites["absent"]:
+        return _yn(r, False)
+    hit = sites["present"].get(enzyme)
+    if hit is None:
         return None
-    full = d["orf_finder"]["ref"]["longest"]["length_nt"]
-    kept = any((o["start"], o["strand"], o["length_nt"]) == (0, "+", full)
-               for o in d["orf_finder"]["alt"]["orfs"])
-    return 1 if kept else 0
+    longest, offset = _longest(ev), kb.cut_offset(enzyme)
+    if not longest or offset is None:
+        return _yn(r, True)  # partial evidence: a site exists, assume it is inside
+    width = len(hit["site"])
+    starts = [c - 1 - offset for c in hit["cuts"]]  # a cut lies `offset` bases into its site
+    return _yn(r, any(longest["start"] <= s and s + width <= longest["end"] for s in starts))
 
 
-def _splice_loss(q: Question, d: Data) -> int | None:
-    if "splice_sites" not in d:
+def _revcomp(r: Read, ev: Evidence) -> int | None:
+    cmp_ = _one(ev, "seq_compare")
+    return None if cmp_ is None else _yn(r, cmp_["revcomp"])
+
+
+def _stop_gain(r: Read, ev: Evidence) -> int | None:
+    ref, alt = _longest(ev, "ref"), _one(ev, "orf_finder", "alt")
+    if not ref or alt is None:
         return None
-    b = int(_word(r"position (\d+)", q.question) or -1)
-    return 1 if any(s["boundary"] == b for s in d["splice_sites"]["alt"]["donor"]["sites"]) else 0
+    kept = any((o["start"], o["strand"], o["length_nt"]) == (0, "+", ref["length_nt"])
+               for o in alt["orfs"])
+    return _yn(r, not kept)
 
 
-def _tf_site(q: Question, d: Data) -> int | None:
-    if "motif_scan" not in d:
+def _splice_loss(r: Read, ev: Evidence) -> int | None:
+    b = _word(r"position (\d+)", r.question)
+    ref, alt = _one(ev, "splice_sites", "ref"), _one(ev, "splice_sites", "alt")
+    if not b or ref is None or alt is None or "donor" not in alt:
         return None
-    tf = _word(r"transcription factor (\S+)", q.question).upper()
-    ref, alt = (tf in _tf_names(d["motif_scan"][lab]) for lab in ("ref", "alt"))
-    return 0 if alt and not ref else 1 if ref and not alt else 2
+    best = alt["donor"]["best"]  # the block names only the best donor of each sequence
+    return _yn(r, best != int(b))
 
 
-def _gc_band_change(q: Question, d: Data) -> int | None:
-    if "composition" not in d:
+def _tf_site(r: Read, ev: Evidence) -> int | None:
+    tf = _tf_named(r)
+    ref = _tf_status(_one(ev, "motif_scan", "ref"), tf)
+    alt = _tf_status(_one(ev, "motif_scan", "alt"), tf)
+    if not tf or ref is None or alt is None:
         return None
-    ref, alt = (_band(d["composition"][lab]["gc_fraction"], GC_EDGES) for lab in ("ref", "alt"))
-    return 0 if ref != alt else 1
+    return r.option("create") if alt and not ref else (
+        r.option("destroy") if ref and not alt else r.option("neither"))
 
 
-RULES: dict[str, Callable[[Question, Data], int | None]] = {
-    "promoter": _promoter, "splice": _splice, "taxonomy": _taxonomy, "histone": _histone,
-    "tf_binding": _tf_binding, "tf_motif": _tf_motif, "gc_band": _gc_band, "tm_band": _tm_band,
-    "orf_band": _orf_band, "peptide": _peptide, "restriction": _restriction,
-    "cut_in_orf": _cut_in_orf, "revcomp": _revcomp, "stop_gain": _stop_gain,
-    "splice_loss": _splice_loss, "tf_site": _tf_site, "gc_band_change": _gc_band_change}
+def _gc_band_change(r: Read, ev: Evidence) -> int | None:
+    ref, alt = _one(ev, "composition", "ref"), _one(ev, "composition", "alt")
+    if not ref or not alt or ref["gc"] is None or alt["gc"] is None:
+        return None
+    bounds = _lower_bounds(re.findall(r"[^(),]+%[^(),]*", r.question)) or [-1, 40, 50, 60]
+    return _yn(r, _band(100 * ref["gc"], bounds) != _band(100 * alt["gc"], bounds))
+
+
+@dataclass(frozen=True)
+class Rule:
+    reads: frozenset[str]
+    """The tool blocks the rule reads; any other block is irrelevant to it (distraction)."""
+    decide: Callable[[Read, Evidence], int | None]
+
+
+def _rule(fn: Callable[[Read, Evidence], int | None], *reads: str) -> Rule:
+    return Rule(frozenset(reads), fn)
+
+
+RULES: dict[str, Rule] = {
+    "promoter": _rule(_promoter, "composition", "motif_scan", "promoter_elements", "cpg_islands"),
+    "enhancer": _rule(_enhancer, "composition", "motif_scan"),
+    "open_chromatin": _rule(_enhancer, "composition", "motif_scan"),
+    "splice": _rule(_splice, "splice_sites"),
+    "taxonomy": _rule(_taxonomy, "organism_signature", "composition"),
+    "histone": _rule(_histone, "composition"),
+    "tf_binding": _rule(_tf_binding, "motif_scan"),
+    "tf_motif": _rule(_tf_motif, "motif_scan"),
+    "gc_band": _rule(_gc_band, "composition"),
+    "tm_band": _rule(_tm_band, "composition"),
+    "orf_band": _rule(_orf_band, "orf_finder"),
+    "peptide": _rule(_peptide, "orf_finder"),
+    "restriction": _rule(_restriction, "restriction_sites"),
+    "cut_in_orf": _rule(_cut_in_orf, "restriction_sites", "orf_finder"),
+    "revcomp": _rule(_revcomp, "seq_compare"),
+    "stop_gain": _rule(_stop_gain, "orf_finder"),
+    "splice_loss": _rule(_splice_loss, "splice_sites"),
+    "tf_site": _rule(_tf_site, "motif_scan"),
+    "gc_band_change": _rule(_gc_band_change, "composition"),
+}
 
 
 # ---- priors: what the reasoner answers from the raw sequence alone ---------------------------
-def prior(q: Question, p: Profile, guess: int) -> int:
+def prior(r: Read, p: Profile, guess: int) -> int:
     """A weak answer from a `p.window`-bp look at the raw sequence; `guess` when clueless."""
-    w, skills, fam = p.window, p.skills, q.family
-    seqs = {k: v[:w] for k, v in q.sequences.items()}
-    s = next(iter(seqs.values()))
-    if fam == "promoter":
-        return 0 if "TATA" in s else 1  # the textbook cue, looked for in the window only
-    if fam == "histone":
-        return 0 if _gc(s) > 0.55 else 1  # GC-rich looks active (CpG depletion goes unseen)
-    if fam == "splice" and "motif_memory" in skills:
-        return 0 if re.search("GT[AG]AG", s) else 1 if re.search("[CT]{8,}.{0,3}AG", s) else 2
-    if fam == "taxonomy":
-        return _nearest_organism_by_gc(_gc(s), q.options)
-    if fam in ("gc_band", "gc_band_change"):
-        bands = [_band(_gc(x), GC_EDGES) for x in seqs.values()]
-        return bands[0] if fam == "gc_band" else (0 if len(set(bands)) > 1 else 1)
-    if fam == "tm_band" and "wallace_tm" in skills:
+    key = ("prior", p.window, p.skills)
+    if key not in r.memo:  # the prefix is shared by the question's 2^K prompts
+        r.memo[key] = _prior(r, p)
+    ans = r.memo[key]
+    return guess if ans is None else ans
+
+
+def _prior(r: Read, p: Profile) -> int | None:
+    w, skills, kind = p.window, p.skills, r.kind
+    seqs = {k: v[:w] for k, v in r.sequences.items()}
+    s = next(iter(seqs.values()), "")
+    ans: int | None = None
+    if kind == "promoter":
+        ans = _yn(r, "TATA" in s)  # the textbook cue, looked for in the window only
+    elif kind in ("enhancer", "open_chromatin"):
+        ans = _yn(r, _gc(s) > 0.5)
+    elif kind == "histone":  # GC-rich looks active (CpG depletion goes unseen)
+        ans = r.option("h3k4me3", "active") if _gc(s) > 0.55 else r.option("h3k9me3",
+                                                                            "heterochromatin")
+    elif kind == "splice" and "motif_memory" in skills:
+        donor, acceptor = re.search("GT[AG]AG", s), re.search("[CT]{8,}.{0,3}AG", s)
+        ans = (_yn(r, bool(donor or acceptor)) if r.yes_no else
+               r.option("donor") if donor else r.option("acceptor") if acceptor
+               else r.option("no splice", "none"))
+    elif kind == "taxonomy":
+        gcs = [kb.genome_gc_of_name(o) for o in r.options]
+        known = [i for i, g in enumerate(gcs) if g is not None]
+        ans = min(known, key=lambda i: abs(gcs[i] - _gc(s))) if known else None
+    elif kind == "gc_band":
+        ans = _band(100 * _gc(s), _lower_bounds(list(r.options)))
+    elif kind == "gc_band_change":
+        bounds = _lower_bounds(re.findall(r"[^(),]+%[^(),]*", r.question)) or [-1, 40, 50, 60]
+        ans = _yn(r, len({_band(100 * _gc(x), bounds) for x in seqs.values()}) > 1)
+    elif kind == "tm_band" and "wallace_tm" in skills:
         at = sum(b in "AT" for b in s)
-        return _band(2 * at + 4 * (len(s) - at), TM_EDGES)  # Wallace rule, 2(A+T) + 4(G+C)
-    if fam == "restriction" and "site_lookup" in skills:
-        enzyme = _word(r"restriction enzyme (\w+)", q.question)
-        site = str(getattr(Restriction, enzyme).site) if hasattr(Restriction, enzyme) else "#"
-        return 0 if site in s else 1
-    if fam == "revcomp" and "revcomp" in skills:
-        return 0 if str(Seq(seqs["seq1"]).reverse_complement()) == seqs["seq2"] else 1
-    if fam == "peptide" and "translate" in skills and "ATG" in s:
+        ans = _band(2 * at + 4 * (len(s) - at), _lower_bounds(list(r.options)))  # Wallace rule
+    elif kind == "restriction" and "site_lookup" in skills:
+        site = kb.recognition_site(_word(r"restriction enzyme (\w+)", r.question)) or "#"
+        ans = _yn(r, site in s)
+    elif kind == "revcomp" and "revcomp" in skills and len(seqs) >= 2:
+        a, b = list(seqs.values())[:2]
+        ans = _yn(r, str(Seq(a).reverse_complement()) == b)
+    elif kind == "peptide" and "translate" in skills and "ATG" in s:
         orf = s[s.index("ATG"):]
         pep = str(Seq(orf[: len(orf) // 3 * 3]).translate())[:3]
-        hits = [i for i, o in enumerate(q.options) if o.startswith(pep)]
-        return hits[0] if len(hits) == 1 else guess
-    if fam in ("tf_binding", "tf_motif") and "motif_memory" in skills:
-        if fam == "tf_binding":
-            return 0 if _has_core(_word(r"transcription factor (\S+)\?", q.question), s) else 1
-        hits = [i for i, tf in enumerate(q.options) if _has_core(tf, s)]
-        return hits[0] if len(hits) == 1 else guess
-    if fam == "stop_gain" and "codon_check" in skills:
-        pos = _diff_positions(seqs["ref"], seqs["alt"])  # only a variant inside the window is seen
-        alt = seqs["alt"]
-        return (0 if alt[pos[0] // 3 * 3: pos[0] // 3 * 3 + 3] in STOPS else 1) if pos else guess
-    if fam == "splice_loss" and "motif_memory" in skills:
-        b = int(_word(r"position (\d+)", q.question) or -1)
-        pos = _diff_positions(q.sequences["ref"], q.sequences["alt"])
-        return 0 if pos and -3 <= pos[0] - b <= 5 else 1
-    return guess
-
-
-# ---- the reasoner ----------------------------------------------------------------------------
-def _unit(*parts: object) -> float:
-    """A reproducible uniform number in [0, 1) from a hash of `parts`."""
-    h = hashlib.sha256("|".join(map(str, parts)).encode()).digest()
-    return int.from_bytes(h[:8], "big") / 2**64
-
-
-def decide(profile_name: str, req: Request) -> int:
-    """The option index a profile answers for one (question, tool subset) cell."""
-    p = PROFILES[profile_name]
-    q = req.question
-    key = (profile_name, q.id, req.mask)
-    guess = int(_unit(*key, "guess") * len(q.options))
-    relevant = _relevant_tools(q)
-    read, used = [], 0
-    for name, out in req.evidence.items():  # in tool order; an overflowing block goes unread
-        used += len(out.text) + 1
-        if used > p.context_chars:
-            break
-        read.append(name)
-    irrelevant = [n for n in read if n not in relevant]
-    if _unit(*key, "ignore") < p.ignore_tools:
-        return prior(q, p, guess)
-    if read and read[0] not in relevant and _unit(*key, "anchor") < p.first_block_anchor:
-        return prior(q, p, guess)
-    if _unit(*key, "distract") < 1 - (1 - p.distraction) ** len(irrelevant):
-        return prior(q, p, guess)
-    rule = RULES.get(q.family)
-    evidence = {n: req.evidence[n].data for n in read if n in relevant}
-    ans = rule(q, evidence) if rule and evidence else None
-    if ans is None:
-        return prior(q, p, guess)
-    if _unit(*key, "slip") < p.slip:
-        return (ans + 1 + int(_unit(*key, "slip_to") * (len(q.options) - 1))) % len(q.options)
+        hits = [i for i, o in enumerate(r.options) if o.startswith(pep)]
+        ans = hits[0] if len(hits) == 1 else None
+    elif kind == "tf_binding" and "motif_memory" in skills and _tf_named(r):
+        ans = _yn(r, _has_core(_tf_named(r), s, r.question))
+    elif kind == "tf_motif" and "motif_memory" in skills:
+        hits = [i for i, tf in enumerate(r.options) if _has_core(tf, s, "")]
+        ans = hits[0] if len(hits) == 1 else None
+    elif kind == "stop_gain" and "codon_check" in skills and {"ref", "alt"} <= set(seqs):
+        pos = [i for i, (x, y) in enumerate(zip(seqs["ref"], seqs["alt"])) if x != y]
+        alt = seqs["alt"]  # only a variant inside the window is seen
+        ans = _yn(r, alt[pos[0] // 3 * 3: pos[0] // 3 * 3 + 3] in STOPS) if pos else None
+    elif kind == "splice_loss" and "motif_memory" in skills and {"ref", "alt"} <= set(seqs):
+        b = int(_word(r"position (\d+)", r.question) or -1)
+        ref, alt = r.sequences["ref"], r.sequences["alt"]
+        pos = [i for i, (x, y) in enumerate(zip(ref, alt)) if x != y]
+        ans = _yn(r, bool(pos) and -3 <= pos[0] - b <= 5)
     return ans
 
 
-def _relevant_tools(q: Question) -> set[str]:
-    from fgpo.benchmarks import evidence
-    from fgpo.benchmarks.config import GENERATORS
-    if q.benchmark in GENERATORS:
-        return set(evidence(q.benchmark).get(q.family, []))
-    return set()  # imported collections: no planted decision rule, priors only
+def _has_core(tf: str, s: str, question: str) -> bool:
+    core = kb.consensus_core(tf.upper(), _word(r"JASPAR (MA\d+\.\d+)", question))
+    return bool(core) and (core in s or str(Seq(core).reverse_complement()) in s)
+
+
+# ---- the reasoner ----------------------------------------------------------------------------
+@lru_cache(maxsize=1024)
+def _prefix_seed(profile_name: str, system: str, prefix: str) -> bytes:
+    return hashlib.sha512("\x1f".join((profile_name, system, prefix)).encode()).digest()
+
+
+def _uniforms(seed: bytes, read: list[str]) -> list[float]:
+    """Eight reproducible uniform numbers in [0, 1) from a hash of the text read."""
+    h = hashlib.sha512(seed + "\x1f".join(read).encode()).digest()
+    return [x / 2**64 for x in struct.unpack(">8Q", h)]
+
+
+def respond(profile_name: str, messages: list[dict[str, str]]) -> str:
+    """The answer text a profile gives to one rendered chat prompt (system + user message)."""
+    p = PROFILES[profile_name]
+    system = "".join(m["content"] for m in messages[:-1])
+    prefix, blocks = split_prompt(messages[-1]["content"])
+    r = read_prefix(prefix)
+    read, used = [], 0
+    for block in blocks:  # in prompt order; an overflowing block goes unread
+        used += len(block) + 1
+        if used > p.context_chars:
+            break
+        read.append(block)
+    u_ignore, u_anchor, u_distract, u_slip, u_slip_to, u_guess, _, _ = _uniforms(
+        _prefix_seed(profile_name, system, prefix), read)
+    n = max(len(r.options), 1)
+    guess = int(u_guess * n)
+    rule = RULES.get(r.kind)
+    reads = rule.reads if rule else frozenset()
+    tags = [block_tag(b) for b in read]
+    irrelevant = sum(t not in reads for t in tags)
+    if (u_ignore < p.ignore_tools
+            or (tags and tags[0] not in reads and u_anchor < p.first_block_anchor)
+            or u_distract < 1 - (1 - p.distraction) ** irrelevant):
+        return letter(prior(r, p, guess))
+    evidence = {t: parse_block(b) for t, b in zip(tags, read) if t in reads}
+    ans = rule.decide(r, evidence) if rule and evidence else None
+    if ans is None:
+        return letter(prior(r, p, guess))
+    if u_slip < p.slip and n > 1:
+        return letter((ans + 1 + int(u_slip_to * (n - 1))) % n)
+    return letter(ans)
 
 
 class RuleReasoner(Reasoner):
-    """Rule-based profile; answers are option letters, as an option-constrained LLM gives."""
+    """Rule-based profile; answers are option letters, as an option-constrained LLM gives.
+
+    It sees a request only as its rendered messages (`render_messages`, via `render_many`), the same text an LLM
+    backend sends: never the question's id, family, answer or the tools' structured data.
+    """
 
     def __init__(self, spec: ReasonerSpec) -> None:
         if spec.profile not in PROFILES:
@@ -365,4 +535,5 @@ class RuleReasoner(Reasoner):
     def answer(self, requests: list[Request]) -> list[str]:
         if self.spec.latency_s:
             time.sleep(self.spec.latency_s * len(requests))
-        return [LETTERS[decide(self.spec.profile, r)] for r in requests]
+        prompts = render_many([(r.question, r.evidence) for r in requests])
+        return [respond(self.spec.profile, messages) for messages in prompts]

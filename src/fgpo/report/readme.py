@@ -44,23 +44,33 @@ def benchmark_table(bench_dir: Path, tools_cfg: ToolsConfig, prepare: PrepareCon
 
 
 def reward_table_stats(metrics_dir: Path, reasoners: list[str], benchmarks: list[str]) -> str:
-    """Markdown: `table-stats` of every built (reasoner, benchmark) table, test split."""
-    lines = ["| reasoner | benchmark | no tools | all tools | random subset | best fixed subset "
-             "(mask, tools) | oracle | constant correctness rows | uniform zero-signal (G) |",
-             "|---|---|---:|---:|---:|---:|---:|---:|---:|"]
+    """Markdown: `table-stats` of every built (reasoner, benchmark) table, test split.
+
+    The per-question oracle is labelled an upper bound: it picks each question's best subset
+    after seeing the answers, lucky guesses of the no-evidence fallback included."""
+    lines = ["| reasoner | benchmark | chance | no tools | all tools | random subset | best fixed "
+             "subset (mask, tools) | best fixed per family | per-question oracle (upper bound) | "
+             "constant correctness rows | uniform zero-signal (G) | flags |",
+             "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|"]
     for r in reasoners:
         for b in benchmarks:
             path = metrics_dir / r / f"{b}.json"
             if not path.exists():
                 raise InputError("table stats missing: run `dvc repro` first", file=str(path))
             s = json.loads(path.read_text())
+            chance = s.get("test/chance_accuracy")
+            flags = "; ".join(w.split(":")[0] for w in s.get("table/warnings", [])) or "-"
             lines.append(
-                f"| {r} | {b} | {s['test/no_tools_accuracy']:.3f} | "
+                f"| {r} | {b} | {'-' if chance is None else f'{chance:.3f}'} | "
+                f"{s['test/no_tools_accuracy']:.3f} | "
                 f"{s['test/all_tools_accuracy']:.3f} | {s['test/random_accuracy']:.3f} | "
                 f"{s['test/best_fixed_accuracy']:.3f} ({s['table/best_fixed_mask']}, "
-                f"{s['table/best_fixed_tools']}) | {s['test/oracle_accuracy']:.3f} | "
+                f"{s['table/best_fixed_tools']}) | "
+                f"{s.get('test/family_best_fixed_accuracy', float('nan')):.3f} | "
+                f"{s['test/oracle_accuracy']:.3f} | "
                 f"{s['table/constant_correct_row_frac']:.3f} | "
-                f"{100 * s['table/uniform_zero_signal_frac']:.2f}% ({s['table/group_size']}) |")
+                f"{100 * s['table/uniform_zero_signal_frac']:.2f}% ({s['table/group_size']}) | "
+                f"{flags} |")
     return "\n".join(lines)
 
 

@@ -404,7 +404,9 @@ def render_summary(rows: list[dict[str, Any]], overall: dict[str, Any], fam: pd.
         "Greedy (argmax) subset, test split; mean ± spread over seeds when there are several. "
         f"A difference within {100 * cfg.tie_margin:.1f} points (or within the seeds' spread) is "
         "a tie. Baselines read from the reward table: no tools, all tools, a uniformly random "
-        "subset, the best fixed subset chosen on train, and the per-question oracle.",
+        "subset, the best fixed subset chosen on train, and the per-question oracle (each "
+        "question's best subset picked after seeing its answers: an upper bound that includes "
+        "lucky guesses of the no-evidence fallback, not a reachable target).",
         settings_table(rows), outcome_line(overall),
         "## Reward-evaluation budgets",
         "FGPO reads the train split's whole table (questions × 2^K cells, built once before "

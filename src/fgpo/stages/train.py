@@ -9,7 +9,7 @@ question, which the report breaks down by family and subset).
 from __future__ import annotations
 
 import json
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +19,7 @@ import pandas as pd
 from fgpo.config import DEFAULT_PARAMS, load_section
 from fgpo.errors import InputError
 from fgpo.rewards.data import load_run_data, table_path
-from fgpo.rewards.stats import table_stats
+from fgpo.rewards.stats import require_trainable
 from fgpo.rewards.table import RewardTableConfig
 from fgpo.seqio import atomic_write_parquet, atomic_write_text
 from fgpo.tools import ToolsConfig
@@ -79,16 +79,17 @@ def main(method: str, reasoner: str, benchmark: str, params: Path = DEFAULT_PARA
          data: Path = Path("data"), metrics_root: Path = Path("metrics/train"),
          plots_root: Path = Path("plots/train"), runs_root: Path = Path("runs"),
          selections_root: Path = Path("data/selections"),
-         tracking: bool = True) -> dict[str, Any]:
+         tracking: bool = True, force: bool = False) -> dict[str, Any]:
+    """Train every seed; `force` trains even on a degenerate table (allow_degenerate_table)."""
     from fgpo.tracking import sigterm_as_exit
     with sigterm_as_exit():  # a `kill` ends the MLflow run as KILLED, not RUNNING for good
         return _main(method, reasoner, benchmark, params, data, metrics_root, plots_root,
-                     runs_root, selections_root, tracking)
+                     runs_root, selections_root, tracking, force)
 
 
 def _main(method: str, reasoner: str, benchmark: str, params: Path, data: Path,
           metrics_root: Path, plots_root: Path, runs_root: Path, selections_root: Path,
-          tracking: bool) -> dict[str, Any]:
+          tracking: bool, force: bool = False) -> dict[str, Any]:
     from fgpo.tracking import Tracker, end_if_running
 
     tools_cfg = load_section(ToolsConfig, "tools", params)
@@ -99,11 +100,15 @@ def _main(method: str, reasoner: str, benchmark: str, params: Path, data: Path,
     best = swept_params(method, reasoner, benchmark, params)
     if best:
         cfg = apply(cfg, best["params"])
+    if force:
+        cfg = replace(cfg, allow_degenerate_table=True)
     run_data = load_run_data(reasoner, benchmark, tools_cfg, data)  # fails before training
     check_run_data(cfg, run_data)  # e.g. batch_size > the train split: before any MLflow run
     group = load_section(RewardTableConfig, "reward_table", params).group_size
-    baselines = {f"baseline/{k}": v for k, v in table_stats(run_data.table, group).items()
-                 if k.startswith("test/")}
+    stats = require_trainable(run_data, group, cfg.allow_degenerate_table,  # before the model
+                              str(table_path(reasoner, benchmark, data / "reward_tables")))
+    baselines = {f"baseline/{k}": v for k, v in stats.items()
+                 if k.startswith("test/") and isinstance(v, float)}
     table_md5 = file_md5(table_path(reasoner, benchmark, data / "reward_tables"))
     results, curves, selections = [], [], []
     for seed in cfg.seeds:

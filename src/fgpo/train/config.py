@@ -65,6 +65,11 @@ class TrainConfig:
     """Checkpoint every N steps; a rerun resumes from the last one."""
     threads: int = 2
     """torch CPU threads."""
+    allow_degenerate_table: bool = False
+    """Train (and sweep) even on a reward table `table-stats` flags as degenerate (mostly
+    constant rows, many unparseable answers, or no subset beating no tools beyond noise).
+    Off by default: such a table teaches noise, and a result trained on it would look like a
+    finding. `fgpo train --force` sets it for one run."""
     policy: PolicyConfig = field(default_factory=PolicyConfig)
     fgpo: FGPOConfig = field(default_factory=FGPOConfig)
     grpo: GRPOConfig = field(default_factory=GRPOConfig)
