@@ -192,7 +192,7 @@ def test_a_truncated_block_yields_only_what_survived_the_cut():
         answer=2)
     assert rule._tf_site(reading.read_prefix(
         render_messages(q, {})[1]["content"].split("Tool outputs")[0]),
-        {"motif_scan": parsed}) is None  # TP53's alt status was cut off: no claim
+        {"motif_scan": parsed}, {}) is None  # TP53's alt status was cut off: no claim
 
 
 # ---- question types from the wording ---------------------------------------------------------

@@ -33,6 +33,7 @@ from fgpo.reasoners.prompt import render_many
 from fgpo.reasoners.reading import Read, block_tag, letter, parse_block, read_prefix, split_prompt
 
 Evidence = dict[str, dict[str, dict[str, Any]]]  # tool -> {sequence label -> values shown}
+Seen = dict[str, str]  # sequence label -> the window of raw sequence the profile reads
 
 
 @dataclass(frozen=True)
@@ -152,7 +153,7 @@ def _tf_status(scan: dict[str, Any] | None, tf: str) -> bool | None:
 
 
 # ---- decision rules: answer from the values shown, or None when the needed evidence is missing
-def _promoter(r: Read, ev: Evidence) -> int | None:
+def _promoter(r: Read, ev: Evidence, seen: Seen) -> int | None:
     comp, scan = _one(ev, "composition"), _one(ev, "motif_scan")
     elems, islands = _one(ev, "promoter_elements"), _one(ev, "cpg_islands")
     tata = _tf_status(scan, "TBP")
@@ -167,16 +168,20 @@ def _promoter(r: Read, ev: Evidence) -> int | None:
     if elems and elems["tata_mismatches"] == 0:
         tata = True
     if lineage == "bacteria":  # sigma-70 boxes and AT-richness relative to the genome
-        score = 0.0
+        score, evidence = 0.0, False
         if comp and comp["gc"] is not None:
-            # graded: a sequence far from the cut-off outweighs a weak motif cue
+            # graded: far from the cut-off it decides; near it, the boxes in sight tip it
             gap = (genome or 0.5) - AT_RICH_MARGIN - comp["gc"]
-            score += max(-1.0, min(1.0, gap / AT_RICH_MARGIN))
+            score, evidence = max(-1.0, min(1.0, gap / AT_RICH_MARGIN)), True
         if elems and elems["sigma70_matches"] is not None:
-            m = elems["sigma70_matches"]
+            m, evidence = elems["sigma70_matches"], True
             score += 1.5 if m >= SIGMA70_GOOD else -1.5 if m <= SIGMA70_POOR else 0
-        if tata:
-            score += 0.5
+        if not evidence:
+            return None
+        score += 0.5 if tata else 0.0
+        # a -10 (TATAAT-like) box in sight supports it; none in sight says little (degenerate
+        # boxes are common), like a missing TBP hit
+        score += 0.5 if "TATA" in next(iter(seen.values()), "") else 0.0
         return None if score == 0 else _yn(r, score > 0)
     island = None
     if comp and comp["gc"] is not None and comp["cpg_oe"] is not None:
@@ -196,7 +201,7 @@ def _promoter(r: Read, ev: Evidence) -> int | None:
     return None if island is None else _yn(r, False)
 
 
-def _enhancer(r: Read, ev: Evidence) -> int | None:
+def _enhancer(r: Read, ev: Evidence, seen: Seen) -> int | None:
     """Enhancers / open chromatin: TF-motif clusters in GC-richer-than-background sequence."""
     comp, scan = _one(ev, "composition"), _one(ev, "motif_scan")
     score = 0.0
@@ -210,7 +215,7 @@ def _enhancer(r: Read, ev: Evidence) -> int | None:
     return None if score == 0 else _yn(r, score > 0)
 
 
-def _splice(r: Read, ev: Evidence) -> int | None:
+def _splice(r: Read, ev: Evidence, seen: Seen) -> int | None:
     s = _one(ev, "splice_sites")
     if not s or "donor" not in s:
         return None
@@ -224,7 +229,7 @@ def _splice(r: Read, ev: Evidence) -> int | None:
             else r.option("no splice", "none"))
 
 
-def _taxonomy(r: Read, ev: Evidence) -> int | None:
+def _taxonomy(r: Read, ev: Evidence, seen: Seen) -> int | None:
     sig, comp = _one(ev, "organism_signature"), _one(ev, "composition")
     if sig and sig["ranked"]:
         for name in sig["ranked"]:
@@ -237,7 +242,7 @@ def _taxonomy(r: Read, ev: Evidence) -> int | None:
     return None
 
 
-def _histone(r: Read, ev: Evidence) -> int | None:
+def _histone(r: Read, ev: Evidence, seen: Seen) -> int | None:
     comp = _one(ev, "composition")
     if not comp or comp["cpg_oe"] is None:
         return None
@@ -246,7 +251,7 @@ def _histone(r: Read, ev: Evidence) -> int | None:
                                                                   "repress")
 
 
-def _tf_binding(r: Read, ev: Evidence) -> int | None:
+def _tf_binding(r: Read, ev: Evidence, seen: Seen) -> int | None:
     scan = _one(ev, "motif_scan")
     if scan is None:
         return None
@@ -256,7 +261,7 @@ def _tf_binding(r: Read, ev: Evidence) -> int | None:
     return _yn(r, _tf_status(scan, tf))
 
 
-def _tf_motif(r: Read, ev: Evidence) -> int | None:
+def _tf_motif(r: Read, ev: Evidence, seen: Seen) -> int | None:
     scan = _one(ev, "motif_scan")
     if scan is None:
         return None
@@ -271,11 +276,11 @@ def _value_band(r: Read, ev: Evidence, key: str) -> int | None:
     return _band(comp[key] * (100 if key == "gc" else 1), _lower_bounds(list(r.options)))
 
 
-def _gc_band(r: Read, ev: Evidence) -> int | None:
+def _gc_band(r: Read, ev: Evidence, seen: Seen) -> int | None:
     return _value_band(r, ev, "gc")
 
 
-def _tm_band(r: Read, ev: Evidence) -> int | None:
+def _tm_band(r: Read, ev: Evidence, seen: Seen) -> int | None:
     return _value_band(r, ev, "tm")
 
 
@@ -287,20 +292,20 @@ def _longest(ev: Evidence, label: str = "") -> dict[str, Any] | None | bool:
     return orfs["orfs"][0] if orfs["orfs"] else False
 
 
-def _orf_band(r: Read, ev: Evidence) -> int | None:
+def _orf_band(r: Read, ev: Evidence, seen: Seen) -> int | None:
     longest = _longest(ev)
     if longest is None:
         return None
     return _band(longest["length_nt"] if longest else 0, _lower_bounds(list(r.options)))
 
 
-def _peptide(r: Read, ev: Evidence) -> int | None:
+def _peptide(r: Read, ev: Evidence, seen: Seen) -> int | None:
     longest = _longest(ev)
     pep = longest["protein"][:8] if longest else ""
     return r.options.index(pep) if pep in r.options else None
 
 
-def _restriction(r: Read, ev: Evidence) -> int | None:
+def _restriction(r: Read, ev: Evidence, seen: Seen) -> int | None:
     sites = _one(ev, "restriction_sites")
     enzyme = _word(r"restriction enzyme (\w+)", r.question)
     if sites is None or not enzyme:
@@ -309,7 +314,7 @@ def _restriction(r: Read, ev: Evidence) -> int | None:
                else None)
 
 
-def _cut_in_orf(r: Read, ev: Evidence) -> int | None:
+def _cut_in_orf(r: Read, ev: Evidence, seen: Seen) -> int | None:
     sites = _one(ev, "restriction_sites")
     enzyme = _word(r"restriction enzyme (\w+)", r.question)
     if sites is None or not enzyme:
@@ -327,12 +332,12 @@ def _cut_in_orf(r: Read, ev: Evidence) -> int | None:
     return _yn(r, any(longest["start"] <= s and s + width <= longest["end"] for s in starts))
 
 
-def _revcomp(r: Read, ev: Evidence) -> int | None:
+def _revcomp(r: Read, ev: Evidence, seen: Seen) -> int | None:
     cmp_ = _one(ev, "seq_compare")
     return None if cmp_ is None else _yn(r, cmp_["revcomp"])
 
 
-def _stop_gain(r: Read, ev: Evidence) -> int | None:
+def _stop_gain(r: Read, ev: Evidence, seen: Seen) -> int | None:
     ref, alt = _longest(ev, "ref"), _one(ev, "orf_finder", "alt")
     if not ref or alt is None:
         return None
@@ -341,7 +346,7 @@ def _stop_gain(r: Read, ev: Evidence) -> int | None:
     return _yn(r, not kept)
 
 
-def _splice_loss(r: Read, ev: Evidence) -> int | None:
+def _splice_loss(r: Read, ev: Evidence, seen: Seen) -> int | None:
     b = _word(r"position (\d+)", r.question)
     ref, alt = _one(ev, "splice_sites", "ref"), _one(ev, "splice_sites", "alt")
     if not b or ref is None or alt is None or "donor" not in alt:
@@ -350,7 +355,7 @@ def _splice_loss(r: Read, ev: Evidence) -> int | None:
     return _yn(r, best != int(b))
 
 
-def _tf_site(r: Read, ev: Evidence) -> int | None:
+def _tf_site(r: Read, ev: Evidence, seen: Seen) -> int | None:
     tf = _tf_named(r)
     ref = _tf_status(_one(ev, "motif_scan", "ref"), tf)
     alt = _tf_status(_one(ev, "motif_scan", "alt"), tf)
@@ -360,7 +365,7 @@ def _tf_site(r: Read, ev: Evidence) -> int | None:
         r.option("destroy") if ref and not alt else r.option("neither"))
 
 
-def _gc_band_change(r: Read, ev: Evidence) -> int | None:
+def _gc_band_change(r: Read, ev: Evidence, seen: Seen) -> int | None:
     ref, alt = _one(ev, "composition", "ref"), _one(ev, "composition", "alt")
     if not ref or not alt or ref["gc"] is None or alt["gc"] is None:
         return None
@@ -372,10 +377,10 @@ def _gc_band_change(r: Read, ev: Evidence) -> int | None:
 class Rule:
     reads: frozenset[str]
     """The tool blocks the rule reads; any other block is irrelevant to it (distraction)."""
-    decide: Callable[[Read, Evidence], int | None]
+    decide: Callable[[Read, Evidence, Seen], int | None]
 
 
-def _rule(fn: Callable[[Read, Evidence], int | None], *reads: str) -> Rule:
+def _rule(fn: Callable[[Read, Evidence, Seen], int | None], *reads: str) -> Rule:
     return Rule(frozenset(reads), fn)
 
 
@@ -511,7 +516,8 @@ def respond(profile_name: str, messages: list[dict[str, str]]) -> str:
             or u_distract < 1 - (1 - p.distraction) ** irrelevant):
         return letter(prior(r, p, guess))
     evidence = {t: parse_block(b) for t, b in zip(tags, read) if t in reads}
-    ans = rule.decide(r, evidence) if rule and evidence else None
+    seen = {k: v[:p.window] for k, v in r.sequences.items()}
+    ans = rule.decide(r, evidence, seen) if rule and evidence else None
     if ans is None:
         return letter(prior(r, p, guess))
     if u_slip < p.slip and n > 1:
