@@ -48,9 +48,12 @@ def test_chance_and_per_family_best_fixed_by_hand():
     assert s["family/f1/best_fixed_mask"] == 1 and s["family/f2/best_fixed_mask"] == 2
     assert s["test/family_best_fixed_accuracy"] == pytest.approx(1.0)
     assert s["test/oracle_accuracy"] == pytest.approx(1.0)
-    # val: 16 questions, gain d = 1 on f1's 8, 0 on f2's 8: mean 0.5, sd 0.5164, se 0.1291
-    assert s["val/best_fixed_gain"] == pytest.approx(0.5)
-    assert s["val/best_fixed_gain_lo95"] == pytest.approx(0.5 - 1.96 * np.sqrt(4 / 15) / 4)
+    # held out (val + test): 20 questions, gain d = 1 on f1's 10, 0 on f2's 10: mean 0.5,
+    # sd sqrt(20 * 0.25 / 19), se sd / sqrt(20)
+    assert s["table/heldout_questions"] == 20
+    assert s["table/heldout_best_fixed_gain"] == pytest.approx(0.5)
+    assert s["table/heldout_best_fixed_gain_lo95"] == pytest.approx(
+        0.5 - 1.96 * np.sqrt(5 / 19) / np.sqrt(20))
     assert s["table/warnings"] == [] and s["table/degenerate"] is False
     assert s["table/constant_correct_row_frac"] == 0.0
 
@@ -62,7 +65,7 @@ def test_constant_rows_flag_and_no_gain():
     assert s["table/degenerate"] is True
     text = " ".join(s["table/warnings"])
     assert "table/constant_correct_row_frac = 1.000" in text
-    assert "val/best_fixed_gain = +0.000" in text  # best mask is 0: nothing beats no tools
+    assert "table/heldout_best_fixed_gain = +0.000" in text  # best mask 0: nothing beats it
 
 
 def test_unparseable_flag():
@@ -76,8 +79,8 @@ def test_unparseable_flag():
 
 
 def test_a_gain_within_noise_is_flagged():
-    """Val gain of 2 questions in 16 (one more right of 16 changes): mean 0.125, se 0.085,
-    lower bound < 0 -> flagged; train still prefers mask 1."""
+    """Held-out gain of 2 questions in 20: mean 0.1, sd sqrt(1.8 / 19), se 0.069, lower bound
+    0.1 - 0.135 < 0 -> flagged; train still prefers mask 1."""
     c = np.tile([1, 1, 0, 0], (32, 1)).astype(float)
     splits = PER_FAMILY * 2
     train = [i for i, s in enumerate(splits) if s == "train"]
@@ -86,9 +89,10 @@ def test_a_gain_within_noise_is_flagged():
     c[val[:2], 0] = 0  # on val, no tools loses only 2 of 16
     s = table_stats(_table(c, ["f1"] * 32, splits), group_size=2)
     assert s["table/best_fixed_mask"] == 1
-    assert s["val/best_fixed_gain"] == pytest.approx(2 / 16)
-    assert s["val/best_fixed_gain_lo95"] < 0
-    assert [w.split(" =")[0] for w in s["table/warnings"]] == ["val/best_fixed_gain"]
+    assert s["table/heldout_best_fixed_gain"] == pytest.approx(2 / 20)
+    assert s["table/heldout_best_fixed_gain_lo95"] == pytest.approx(
+        0.1 - 1.96 * np.sqrt(1.8 / 19) / np.sqrt(20))
+    assert [w.split(" =")[0] for w in s["table/warnings"]] == ["table/heldout_best_fixed_gain"]
 
 
 def _run_data(t: RewardTable) -> RunData:
