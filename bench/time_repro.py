@@ -1,8 +1,9 @@
 """`dvc repro` with its wall time recorded: reports/repro_time.json (what `make run` calls).
 
-Records the seconds, the stages that were stale before it (`dvc status`) and the machine, so
-`make bench` can report the whole default pipeline's time without rerunning it. Exit status is
-dvc's.
+Records the seconds, the stages that were stale before it (`dvc status`), each stage's seconds
+(from the moment dvc announces it to the next announcement) and the training phase (the sum
+over the `train@` stages), so `make bench` can report the whole default pipeline's time and
+its training phase without rerunning it. Exit status is dvc's.
 Usage: python bench/time_repro.py [dvc repro arguments...]
 """
 
@@ -11,6 +12,7 @@ from __future__ import annotations
 import json
 import os
 import platform
+import re
 import subprocess
 import sys
 import time
@@ -20,6 +22,13 @@ from pathlib import Path
 from fgpo.seqio import atomic_write_text
 
 OUT = Path("reports/repro_time.json")
+RUNNING = re.compile(r"Running stage '([^']+)'")
+
+
+def stage_seconds(events: list[tuple[float, str]], end: float) -> dict[str, float]:
+    """(time a stage was announced, its name) in order -> seconds each stage took."""
+    bounds = [t for t, _ in events[1:]] + [end]
+    return {name: round(stop - start, 1) for (start, name), stop in zip(events, bounds)}
 
 
 def main() -> int:
@@ -27,16 +36,29 @@ def main() -> int:
     status = subprocess.run([str(dvc), "status", "--json"], capture_output=True, text=True)
     ran = sorted(json.loads(status.stdout or "{}")) if status.returncode == 0 else []
     t0 = time.perf_counter()
-    rc = subprocess.call([str(dvc), "repro", *sys.argv[1:]])  # dvc's output straight through
-    seconds = time.perf_counter() - t0
+    events: list[tuple[float, str]] = []
+    proc = subprocess.Popen([str(dvc), "repro", *sys.argv[1:]], stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True, bufsize=1)
+    for line in proc.stdout:  # dvc's output straight through, stage announcements timed
+        sys.stdout.write(line)
+        if m := RUNNING.search(line):
+            events.append((time.perf_counter(), m.group(1)))
+    rc = proc.wait()
+    end = time.perf_counter()
+    seconds = end - t0
+    stages = stage_seconds(events, end)
+    train = {k: v for k, v in stages.items() if k.startswith("train@")}
     if rc == 0 and ran:  # a no-op repro would overwrite a real timing with ~0 s
         atomic_write_text(json.dumps({
             "seconds": round(seconds, 1), "stale_stages": len(ran),
             "stale_train_stages": sum(s.startswith("train@") for s in ran),
+            "train_seconds": round(sum(train.values()), 1), "train_stages_run": len(train),
+            "stage_seconds": stages,
             "finished": datetime.now(timezone.utc).isoformat(timespec="seconds"),
             "machine": {"cpus": os.cpu_count(), "python": platform.python_version()},
         }, indent=2) + "\n", OUT)
-        print(f"dvc repro: {len(ran)} stale stages in {seconds / 60:.1f} min (-> {OUT})")
+        print(f"dvc repro: {len(ran)} stale stages in {seconds / 60:.1f} min, training phase "
+              f"{sum(train.values()) / 60:.1f} min (-> {OUT})")
     return rc
 
 

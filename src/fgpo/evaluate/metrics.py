@@ -31,13 +31,13 @@ def entropy(p, logp):
 
 @torch.no_grad()
 def predict(policy: Policy, idx: np.ndarray, batch_size: int = 128) -> torch.Tensor:
-    """log pi(S | q) for the questions `idx`, [n, 2^K], in eval mode."""
+    """log pi(S | q) for the questions `idx`, [n, 2^K], in eval mode, on the CPU."""
     was_training = policy.training
     policy.eval()
     out = [policy.log_probs(torch.as_tensor(idx[i:i + batch_size]))
            for i in range(0, len(idx), batch_size)]
     policy.train(was_training)
-    return torch.cat(out) if out else torch.empty(0, policy.n_subsets)
+    return torch.cat(out).cpu() if out else torch.empty(0, policy.n_subsets)
 
 
 def policy_metrics(logp: torch.Tensor, correct: np.ndarray, reward: np.ndarray,

@@ -40,6 +40,12 @@ class PolicyConfig:
     lora_layers: list[int] = field(default_factory=list)
     """Transformer layers that get adapters (empty = all). params.yaml adapts MiniLM's top two
     of six, so backward stops there and the 30 default CPU runs fit in minutes."""
+    cache_frozen_layers: bool = True
+    """encoder: compute the layers below the lowest of `lora_layers` once per question set (they
+    hold no trainable weight; the policy runs without dropout) and run only the adapted layers
+    per step. Same log-probabilities and gradients to float tolerance
+    (tests/test_policy_cache.py); `make bench` measures the speed-up. No effect when
+    lora_layers is [] (every layer adapted). causal_lm: must be false (see __post_init__)."""
     head: str = "subset"
     """encoder head: subset (one logit per subset from the pooled embedding, 2^K outputs) |
     factorized (per-tool and pairwise logits, score(S) = sum_i a_i + sum_{i<j} b_ij)."""
@@ -59,6 +65,13 @@ class PolicyConfig:
         if self.head not in ("subset", "factorized"):
             raise InputError(f"unknown head {self.head!r} (subset | factorized)",
                              field="train.policy.head")
+        if self.kind == "causal_lm" and self.cache_frozen_layers and self.lora_layers:
+            # Its 2^K continuations attend to the prompt, so the frozen states to keep are a KV
+            # cache per question and continuation: too large to hold for a whole split.
+            raise InputError("the causal_lm policy cannot cache frozen layers (it would hold "
+                             "the lower layers' KV states of every question x 2^K "
+                             "continuations); set train.policy.cache_frozen_layers: false",
+                             field="train.policy.cache_frozen_layers")
         if self.reference not in ("initial", "uniform"):
             raise InputError("reference must be initial or uniform",
                              field="train.policy.reference")
@@ -109,6 +122,11 @@ class Policy(nn.Module):
     @abstractmethod
     def log_probs(self, idx: torch.Tensor) -> torch.Tensor:
         """[B, 2^K] log pi(S | q_idx), each row log-softmax normalised over all subsets."""
+
+    @property
+    def device(self) -> torch.device:
+        """Where the policy's weights (and the tensors `prepare` keeps) live."""
+        return next(self.parameters()).device
 
     def trainable_parameters(self) -> list[nn.Parameter]:
         return [p for p in self.parameters() if p.requires_grad]

@@ -1,14 +1,24 @@
-"""Encoder policy: a pretrained encoder (default MiniLM) + peft LoRA + a subset head."""
+"""Encoder policy: a pretrained encoder (default MiniLM) + peft LoRA + a subset head.
+
+Frozen-prefix cache: the layers below the lowest adapted one hold no trainable weight and the
+policy runs in eval mode (no dropout), so the hidden states entering that layer are a fixed
+function of a question's tokens. With `cache_frozen_layers` they are computed once per question
+set (`prepare`, no grad, batched) and kept in memory; every step then runs only the adapted
+layers, the pooling and the head.
+"""
 
 from __future__ import annotations
 
+import hashlib
 import warnings
 from pathlib import Path
 
 import torch
 import transformers
 from peft import LoraConfig, get_peft_model
+from tqdm import tqdm
 from transformers import AutoModel, AutoTokenizer
+from transformers.masking_utils import create_bidirectional_mask
 
 from fgpo.errors import InputError
 from fgpo.policy.base import Policy, PolicyConfig, policy_text, resolve_backbone
@@ -16,11 +26,30 @@ from fgpo.policy.heads import FactorizedHead, SubsetHead
 from fgpo.policy.lora import lora_target_regex
 from fgpo.question import Question
 
+# BERT-style encoders (embeddings, then encoder.layer[i](hidden, mask)) the cache can split.
+CACHEABLE = ("bert", "roberta", "xlm-roberta", "electra", "camembert", "mpnet")
+
+# cache key -> hidden states entering the first adapted layer, [N, max_length, H]. The key holds
+# everything they depend on (backbone, first adapted layer, the token ids, which fix the texts,
+# tokenizer, max_length and sequence_window, and the device), so every run of a setting in one
+# process (methods x seeds) shares one entry and any change computes a new one.
+_FROZEN: dict[str, torch.Tensor] = {}
+
+
+def frozen_key(backbone: str, start: int, input_ids: torch.Tensor,
+               attention_mask: torch.Tensor, device: torch.device | str) -> str:
+    """The cache key of the frozen hidden states (a digest of everything that changes them)."""
+    h = hashlib.sha256(f"{backbone}|layer<{start}|{device}|".encode())
+    h.update(input_ids.cpu().numpy().tobytes())
+    h.update(attention_mask.cpu().numpy().tobytes())
+    return h.hexdigest()
+
+
 class EncoderPolicy(Policy):
     def __init__(self, cfg: PolicyConfig, n_tools: int) -> None:
         super().__init__()
         self.cfg, self.n_subsets = cfg, 2 ** n_tools
-        path = resolve_backbone(cfg.backbone)
+        path = self.backbone_path = resolve_backbone(cfg.backbone)
         transformers.logging.set_verbosity_error()  # the unused pooler weights are expected
         warnings.filterwarnings("ignore", message=".*is_gradient_checkpointing.*")  # peft -> hf
         try:
@@ -36,18 +65,70 @@ class EncoderPolicy(Policy):
         head = SubsetHead if cfg.head == "subset" else FactorizedHead
         self.head = head(base.config.hidden_size, n_tools)
         self.input_ids = self.attention_mask = None
+        # ---- the first adapted layer: everything below it is cached (0 = no cache) ----
+        n_layers = base.config.num_hidden_layers
+        adapted = [layer for layer in cfg.lora_layers if layer < n_layers]
+        self.start = min(adapted) if cfg.cache_frozen_layers and adapted else 0
+        if self.start and base.config.model_type not in CACHEABLE:
+            raise InputError(f"cache_frozen_layers needs a BERT-style encoder "
+                             f"({', '.join(CACHEABLE)}); this backbone is "
+                             f"{base.config.model_type!r}. Set train.policy.cache_frozen_layers: "
+                             f"false", file=cfg.backbone, field="train.policy.cache_frozen_layers")
+        self.frozen: torch.Tensor | None = None  # [N, T, H] entering layer `start`, or None
 
     def prepare(self, questions: list[Question]) -> None:
         enc = self.tokenizer([policy_text(q, self.cfg.sequence_window) for q in questions],
                              padding="max_length", truncation=True,
                              max_length=self.cfg.max_length, return_tensors="pt")
-        self.input_ids, self.attention_mask = enc["input_ids"], enc["attention_mask"]
+        device = self.device
+        self.input_ids = enc["input_ids"].to(device)
+        self.attention_mask = enc["attention_mask"].to(device)
+        self.frozen = self._frozen_hidden() if self.start > 0 else None
+
+    @torch.no_grad()
+    def _frozen_hidden(self, batch_size: int = 256) -> torch.Tensor:
+        """The hidden states entering layer `start` for every prepared question, in eval mode,
+        memoised in this process (`_FROZEN`)."""
+        key = frozen_key(self.backbone_path, self.start, self.input_ids, self.attention_mask,
+                         self.device)
+        if key in _FROZEN:
+            return _FROZEN[key]
+        bert = self.backbone.get_base_model()
+        was_training = bert.training
+        bert.eval()  # no dropout: the states are a pure function of the tokens
+        chunks = []
+        starts = range(0, len(self.input_ids), batch_size)
+        for i in tqdm(starts, desc=f"frozen layers 0-{self.start - 1}", unit="batch",
+                      disable=len(starts) < 8, leave=False):
+            ids, mask = self.input_ids[i:i + batch_size], self.attention_mask[i:i + batch_size]
+            chunks.append(self._layers(bert, bert.embeddings(input_ids=ids), mask,
+                                       bert.encoder.layer[:self.start]))
+        bert.train(was_training)
+        _FROZEN.clear()  # one question set at a time: a new one replaces it
+        _FROZEN[key] = torch.cat(chunks)
+        return _FROZEN[key]
+
+    @staticmethod
+    def _layers(bert: torch.nn.Module, hidden: torch.Tensor, mask: torch.Tensor,
+                layers: torch.nn.ModuleList) -> torch.Tensor:
+        attn = create_bidirectional_mask(config=bert.config, inputs_embeds=hidden,
+                                         attention_mask=mask)
+        for layer in layers:
+            hidden = layer(hidden, attn)
+        return hidden
 
     def log_probs(self, idx: torch.Tensor) -> torch.Tensor:
+        idx = idx.to(self.input_ids.device)
         mask = self.attention_mask[idx]
         width = int(mask.sum(1).max())  # trim the batch to its longest input
-        ids, mask = self.input_ids[idx, :width], mask[:, :width]
-        hidden = self.backbone(input_ids=ids, attention_mask=mask).last_hidden_state
+        mask = mask[:, :width]
+        if self.frozen is None:
+            ids = self.input_ids[idx, :width]
+            hidden = self.backbone(input_ids=ids, attention_mask=mask).last_hidden_state
+        else:  # padded keys are masked, so trimming the cached states changes nothing
+            bert = self.backbone.get_base_model()
+            hidden = self._layers(bert, self.frozen[idx, :width], mask,
+                                  bert.encoder.layer[self.start:])
         pooled = (hidden * mask[..., None]).sum(1) / mask.sum(1, keepdim=True)  # mean pooling
         return torch.log_softmax(self.head(pooled), dim=-1)
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+import torch
+
 from fgpo.config import check_number
 from fgpo.errors import InputError
 from fgpo.policy.base import PolicyConfig
@@ -65,6 +67,10 @@ class TrainConfig:
     """Checkpoint every N steps; a rerun resumes from the last one."""
     threads: int = 2
     """torch CPU threads."""
+    device: str = "auto"
+    """auto | cpu | cuda | cuda:N: where the policy, its cached frozen layers, the batches and
+    the estimators' tensors live. auto = cuda when torch sees a GPU, else cpu. Sampling draws
+    stay on the CPU generator, so a seed gives the same data order and draws on any device."""
     allow_degenerate_table: bool = False
     """Train (and sweep) even on a reward table `table-stats` flags as degenerate (mostly
     constant rows, many unparseable answers, or no subset beating no tools beyond noise).
@@ -127,6 +133,9 @@ class TrainConfig:
                      "at the end", ge=1, integer=True)
         check_number(self.threads, "train.threads", "set the torch CPU threads, e.g. 2",
                      ge=1, integer=True)
+        if not (self.device in ("auto", "cpu", "cuda") or self.device.startswith("cuda:")):
+            raise InputError(f"device must be auto, cpu, cuda or cuda:N, got {self.device!r}",
+                             field="train.device")
         check_number(self.grpo.group_size, "train.grpo.group_size", "GRPO needs at least two "
                      "samples per group (a group of one has no std), e.g. 8", ge=2, integer=True)
         check_number(self.grpo.clip_eps, "train.grpo.clip_eps", "set a positive PPO clip "
@@ -135,3 +144,15 @@ class TrainConfig:
                      "steps per sampled batch, e.g. 2", ge=1, integer=True)
         check_number(self.grpo.temperature, "train.grpo.temperature", "set a positive "
                      "sampling temperature, e.g. 1.0", gt=0)
+
+
+def resolve_device(name: str) -> torch.device:
+    """`train.device` -> a torch device; cuda where torch sees none is refused, saying why."""
+    if name == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    if name.startswith("cuda") and not torch.cuda.is_available():
+        build = torch.__version__ + ("" if torch.version.cuda else ", a CPU-only build")
+        raise InputError(f"train.device is {name!r} but torch {build} sees no CUDA GPU; set "
+                         f"train.device: cpu (or auto, which picks cuda only when present)",
+                         field="train.device")
+    return torch.device(name)

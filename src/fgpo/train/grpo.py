@@ -53,11 +53,12 @@ def grpo_loss(logp_new: torch.Tensor, logp_old: torch.Tensor, ref_logp: torch.Te
 def sample_groups(logp: torch.Tensor, group_size: int, temperature: float,
                   generator: torch.Generator) -> tuple[torch.Tensor, torch.Tensor]:
     """Draw G subsets per question from softmax(logp / T); returns (masks [B, G], the
-    tempered log-probs [B, 2^K] they were drawn from)."""
+    tempered log-probs [B, 2^K] they were drawn from), on logp's device. The draw itself runs
+    on the CPU generator, so a seed gives the same subsets on any device."""
     tempered = torch.log_softmax(logp.detach() / temperature, dim=-1)
-    masks = torch.multinomial(tempered.exp(), group_size, replacement=True,
+    masks = torch.multinomial(tempered.exp().cpu(), group_size, replacement=True,
                               generator=generator)
-    return masks, tempered
+    return masks.to(logp.device), tempered
 
 
 @dataclass
@@ -87,7 +88,8 @@ class GRPO:
                                            self.generator)
             self.groups = Groups(idx, masks, old.gather(1, masks))
             self.evals += masks.numel()
-            self.cells.update((idx[:, None] * self.rewards.shape[1] + masks).flatten().tolist())
+            self.cells.update((idx[:, None].cpu() * self.rewards.shape[1]
+                               + masks.cpu()).flatten().tolist())
         return self.groups
 
     def loss(self, policy: Policy, batch: Groups, ref_logp: RefLogp

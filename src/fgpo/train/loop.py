@@ -26,7 +26,7 @@ from fgpo.policy.base import Policy
 from fgpo.rewards.table import RewardTable, RunData
 from fgpo.tools.subsets import subset_tools
 from fgpo.train.base import Batch, Estimator, NextBatch, RefLogp
-from fgpo.train.config import TrainConfig
+from fgpo.train.config import TrainConfig, resolve_device
 from fgpo.train.estimators import ESTIMATORS
 
 
@@ -83,14 +83,15 @@ def _trainable_state(policy: Policy) -> dict[str, torch.Tensor]:
 
 
 def reference_logp(kind: str, policy: Policy, n_sub: int) -> RefLogp:
-    """log pi_ref over all subsets: uniform, or a frozen copy of `policy` as it is now."""
+    """log pi_ref over all subsets: uniform, or a frozen copy of `policy` as it is now (on the
+    policy's device)."""
     if kind == "initial":
         reference = copy.deepcopy(policy).requires_grad_(False)
         def frozen(idx: torch.Tensor) -> torch.Tensor:
             with torch.no_grad():
                 return reference.log_probs(idx)
         return frozen
-    uniform = torch.full((n_sub,), -float(np.log(n_sub)))
+    uniform = torch.full((n_sub,), -float(np.log(n_sub)), device=policy.device)
     return lambda idx: uniform.expand(len(idx), n_sub)
 
 
@@ -173,16 +174,18 @@ def load_checkpoint(path: Path | None, chash: str, policy: Policy,
     """Restore everything from `path` when it holds a run of this exact config; else None."""
     if path is None or not path.exists():
         return None
-    ck = torch.load(path, weights_only=False)
+    ck = torch.load(path, weights_only=False, map_location=policy.device)
     if ck["config_hash"] != chash:
         return None
     policy.load_state_dict(ck["policy"], strict=False)
     optimizer.load_state_dict(ck["optimizer"])
     scheduler.load_state_dict(ck["scheduler"])
     for k, g in generators.items():
-        g.set_state(ck[k])
+        g.set_state(ck[k].cpu())  # generators stay on the CPU (config.device)
     estimator.load_state_dict(ck["estimator"])
-    return LoopState(**ck["state"])
+    state = LoopState(**ck["state"])
+    state.perm = state.perm.cpu()
+    return state
 
 
 def check_run_data(cfg: TrainConfig, data: RunData) -> None:
@@ -205,12 +208,13 @@ def train_run(method: str, cfg: TrainConfig, data: RunData, seed: int,
                          field="train.methods")
     # ---- setup: policy, table tensors, reference, optimiser, estimator ------------------------
     check_run_data(cfg, data)  # before the (slow) policy is built
+    device = resolve_device(cfg.device)
     torch.set_num_threads(cfg.threads)
-    policy = build_policy(cfg.policy, len(data.tool_names), data.tool_names, seed)
-    policy.prepare(data.questions)
+    policy = build_policy(cfg.policy, len(data.tool_names), data.tool_names, seed).to(device)
+    policy.prepare(data.questions)  # tokens (and the frozen layers' states) once per process
     policy.eval()  # dropout off: seeded CPU runs reproduce bit for bit; gradients still flow
     table = data.table
-    rewards = torch.tensor(table.reward, dtype=torch.float32)
+    rewards = torch.tensor(table.reward, dtype=torch.float32, device=device)
     n_sub = rewards.shape[1]
     train_idx, val_idx, test_idx = data.split("train"), data.split("val"), data.split("test")
     ref_logp = reference_logp(cfg.policy.reference, policy, n_sub)
