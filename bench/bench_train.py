@@ -4,6 +4,8 @@ In one run, with medians over repeats:
   * seconds per optimiser step and per question for FGPO and GRPO (sampling + mu inner steps
     amortised), same MiniLM + LoRA policy, same batch, through the train loop's own step
     (`fgpo.train.loop.optimizer_step`: the estimator's collect and loss, clipping, AdamW);
+  * milliseconds per step of each estimator with and without the frozen-layer cache, for the
+    adapted layers [5], [4, 5] (the default) and all six (bench/step_times.py);
   * the exact-enumeration overhead: for K = 4..10, the subset head + FGPO loss (forward and
     backward over all 2^K subsets) timed against the backbone forward/backward of the same
     batch; the ratio at K = 6 is the number to watch (target: under about 10%);
@@ -24,6 +26,7 @@ import argparse
 import itertools
 import json
 import statistics
+import sys
 import time
 from pathlib import Path
 
@@ -39,6 +42,9 @@ from fgpo.train.config import TrainConfig
 from fgpo.train.estimators import ESTIMATORS
 from fgpo.train.fgpo import fgpo_loss
 from fgpo.train.loop import build_optimizer, optimizer_step, reference_logp, train_run
+
+sys.path.insert(0, str(Path(__file__).parent))
+from step_times import step_table  # noqa: E402 - the bench folder's own module
 
 
 def timed(fn, repeats: int) -> float:
@@ -161,7 +167,8 @@ def main() -> None:
     args = ap.parse_args()
     torch.set_num_threads(2)
     cfg = TrainConfig(batch_size=args.batch, lr_schedule="constant", warmup_ratio=0.0,
-                      policy=PolicyConfig(lora_layers=[4, 5], max_length=48))
+                      policy=PolicyConfig(lora_layers=[4, 5], max_length=48,
+                                          cache_frozen_layers=False))  # the backbone's cost
     qs = generate("genomeqa", BenchmarkConfig(n_questions=args.batch, seed=0), progress=False)
     policy = build_policy(cfg.policy, 6, [], seed=0)
     policy.prepare(qs)
@@ -192,6 +199,9 @@ def main() -> None:
               "grpo_over_fgpo": t_grpo / t_fgpo}
     print(f"step: FGPO {t_fgpo:.3f}s  GRPO {t_grpo:.3f}s per optimiser step "
           f"(ratio {t_grpo / t_fgpo:.2f})")
+
+    # ---- the frozen-layer cache: ms per step with and without, per estimator and layers -----
+    report["step_times"] = step_table(qs, args.batch, args.repeats)
 
     # ---- exact enumeration vs K: head + loss over 2^K subsets, against the backbone ----------
     def backbone_pass() -> torch.Tensor:

@@ -3,6 +3,9 @@
 Inputs (written by `make bench` in the same run): reports/bench_tools.json,
 reports/bench_reward_tables.json, reports/bench_train.json, and reports/repro_time.json (the
 whole default `dvc repro`, timed by `make run`; absent until a `make run` rebuilt something).
+Committed inputs: reports/repro_time_baseline.json (the same timing of the code before the
+training engine, for the before/after row) and reports/bench_train_gpu.json (bench/gpu_check.py
+on a GPU, when one was at hand).
 """
 
 from __future__ import annotations
@@ -74,6 +77,29 @@ def markdown(b: dict) -> str:
                          f"{100 * f['over_backbone']:.1f}% |")
         lines.append(f"\nBackbone forward + backward: {1000 * t['backbone_s_per_step']:.0f} ms "
                      f"per batch of {t['batch']}.")
+    steps = (t or {}).get("step_times", []) + (b.get("train_gpu") or {}).get("step_times", [])
+    if steps:
+        lines += ["", "## The frozen-layer cache: milliseconds per optimiser step", "",
+                  "Same questions, policy config and loop step (`bench/step_times.py`); only "
+                  "`cache_frozen_layers` differs. GRPO's sampling is amortised over its mu = 2 "
+                  "inner steps.", "",
+                  "| device | batch | adapted layers | estimator | uncached ms | cached ms | "
+                  "uncached / cached |", "|---|---:|---|---|---:|---:|---:|"]
+        for r in steps:
+            layers = str(r["lora_layers"]) if r["lora_layers"] else "all six"
+            cached = (f"{r['cached_ms']:.1f} | {r['speedup']:.1f}x" if r["cached_ms"]
+                      else "n/a (nothing frozen) | n/a")
+            lines.append(f"| {r['device']} | {r['batch']} | {layers} | {r['method']} | "
+                         f"{r['uncached_ms']:.1f} | {cached} |")
+    gpu = b.get("train_gpu")
+    if gpu:
+        runs = gpu["short_runs"]
+        lines += ["", f"GPU rows: {gpu['device']}, torch {gpu['torch']}, {gpu['weights']} "
+                  f"(`bench/gpu_check.py`). Cached and uncached log-probabilities there differ "
+                  f"by at most {gpu['cache_max_abs_diff']:.1e}. `train_run` on CUDA, setup and "
+                  "evaluation included: " + "; ".join(
+                      f"{m.upper()} {r['steps']} steps in {r['seconds']:.1f} s"
+                      for m, r in runs.items()) + "."]
     rt = b.get("reward_tables")
     if rt:
         lines += ["", "## Reward-table build rate (rule reasoners, cells/s)", "",
@@ -94,7 +120,21 @@ def markdown(b: dict) -> str:
                   "|---|---:|---:|---:|"]
         lines += [f"| {r['benchmark']} | {r['serial_q_per_s']} | {r['parallel_q_per_s']} | "
                   f"{r['parallel_over_serial']} |" for r in tools["results"]]
-    rep = b.get("repro")
+    rep, base = b.get("repro"), b.get("repro_baseline")
+    if rep and base and rep.get("train_seconds") and base.get("train_seconds"):
+        lines += ["", "## Training phase of `dvc repro` (the train stages' seconds)", "",
+                  "| code | train stages | training phase | whole `dvc repro` |",
+                  "|---|---:|---:|---:|",
+                  f"| before: {base['code']} (one process per method, no cache) | "
+                  f"{base['train_stages_run']} | {base['train_seconds'] / 60:.1f} min | "
+                  f"{base['seconds'] / 60:.1f} min |",
+                  f"| now (one process per setting, frozen-layer cache) | "
+                  f"{rep['train_stages_run']} | {rep['train_seconds'] / 60:.1f} min | "
+                  f"{rep['seconds'] / 60:.1f} min |",
+                  f"| before / now | | **{base['train_seconds'] / rep['train_seconds']:.1f}x** "
+                  f"| {base['seconds'] / rep['seconds']:.1f}x |"]
+        if base.get("note"):
+            lines += ["", base["note"]]
     lines += ["", "## Whole default pipeline", ""]
     if rep:
         lines.append(f"`dvc repro` ({rep['stale_stages']} stale stages, "
@@ -110,7 +150,9 @@ def main() -> None:
     tools = load("bench_tools.json")
     bench = {"machine": (tools or {}).get("machine") or {"cpus": None, "python": None},
              "tools": tools, "reward_tables": load("bench_reward_tables.json"),
-             "train": load("bench_train.json"), "repro": load("repro_time.json")}
+             "train": load("bench_train.json"), "train_gpu": load("bench_train_gpu.json"),
+             "repro": load("repro_time.json"),
+             "repro_baseline": load("repro_time_baseline.json")}
     if bench["machine"]["cpus"] is None:
         import os
         import platform

@@ -145,7 +145,7 @@ def test_imported_collection_runs_through_dvc_repro_unchanged(tmp_path):
     assert "dvc.lock" in staged and "reports/summary.md" in staged
     assert not [p for p in staged if p.startswith("data/") and p.endswith(".parquet")]
     assert not [p for p in staged if NAME in p], [p for p in staged if NAME in p]
-    assert "metrics/train/fgpo/careful_expert/genomeqa.json" in staged  # generated: versioned
+    assert "metrics/train/careful_expert/genomeqa/fgpo.json" in staged  # generated: versioned
     for p in staged:  # and no real sequence in any staged file
         text = (work / p).read_bytes().decode("utf-8", "replace")
         assert not any(s in text for s in real_seqs), p

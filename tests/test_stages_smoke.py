@@ -137,8 +137,7 @@ def test_dvc_repro_is_incremental(tmp_path):
     reasoners = params["reward_table"]["build"]
     assert ran == {"prepare@seqcalc", "tools@seqcalc"} | {
         f"{stage}@{r}-seqcalc" for r in reasoners for stage in ("reward_table", "table_stats")
-    } | {f"train@{m}-{r}-seqcalc" for m in params["train"]["methods"] for r in reasoners} | {
-        "report"}
+    } | {f"train@{r}-seqcalc" for r in reasoners} | {"report"}  # one train stage per setting
     # a params error fails the stage but leaves its last good (uncached) metrics and plots
     kept = {p: p.read_bytes() for p in [*(work / "metrics/train").rglob("*.json"),
                                         *(work / "plots/train").rglob("*.csv")]}
@@ -152,8 +151,9 @@ def test_dvc_repro_is_incremental(tmp_path):
 
 
 def test_train_stage_logs_a_complete_mlflow_run(tmp_path):
-    """`fgpo train` as DVC calls it: MLflow run with tags, params, step and final metrics and
-    artifacts; the metrics JSON and plot CSV that DVC reads."""
+    """`fgpo train` as DVC calls it (both methods in one process): an MLflow run per method
+    with tags, params, step and final metrics and artifacts; the metrics JSON and plot CSV
+    that DVC reads, one per method."""
     from mlflow.tracking import MlflowClient
 
     params = small_params(tmp_path)
@@ -161,10 +161,9 @@ def test_train_stage_logs_a_complete_mlflow_run(tmp_path):
                 ["reward-table", "careful_expert", "genomeqa"]):
         r = fgpo(*cmd, "--params", str(params), cwd=tmp_path)
         assert r.returncode == 0, r.stderr
-    for method in ("fgpo", "grpo"):
-        r = fgpo("train", method, "careful_expert", "genomeqa", "--params", str(params),
-                 cwd=tmp_path)
-        assert r.returncode == 0, r.stderr
+    r = fgpo("train", "careful_expert", "genomeqa", "--params", str(params), cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert "[fgpo]" in r.stdout and "[grpo]" in r.stdout
     client = MlflowClient(f"sqlite:///{tmp_path / 'mlruns' / 'mlflow.db'}")
     exp = client.get_experiment_by_name("fgpo")
     runs = client.search_runs([exp.experiment_id])
@@ -184,17 +183,17 @@ def test_train_stage_logs_a_complete_mlflow_run(tmp_path):
         assert [m.step for m in history] == [1, 2]
         artifacts = {a.path for a in client.list_artifacts(run.info.run_id)}
         assert {"adapter", "test_selections.parquet", "learning_curve.png"} <= artifacts
-        m = json.loads((tmp_path / f"metrics/train/{tags['method']}/careful_expert/genomeqa.json")
+        m = json.loads((tmp_path / f"metrics/train/careful_expert/genomeqa/{tags['method']}.json")
                        .read_text())
         assert m["test/accuracy"] == pytest.approx(metrics["test/accuracy"])
     grpo = [r for r in runs if r.data.tags["method"] == "grpo"][0].data.metrics
     fgpo_m = [r for r in runs if r.data.tags["method"] == "fgpo"][0].data.metrics
     assert fgpo_m["budget/reward_evals"] == fgpo_m["budget/table_cells_train"]
     assert grpo["budget/reward_evals"] == 1 * 4 * 8  # one sampled batch of 4 questions x G=8
-    curve = pd.read_csv(tmp_path / "plots/train/grpo/careful_expert/genomeqa.csv")
+    curve = pd.read_csv(tmp_path / "plots/train/careful_expert/genomeqa/grpo.csv")
     assert {"step", "train_reward_evals", "val_accuracy", "train_zero_signal_frac",
             "train_questions_seen"} <= set(curve)
-    sel = pd.read_parquet(tmp_path / "data/selections/fgpo/careful_expert/genomeqa.parquet")
+    sel = pd.read_parquet(tmp_path / "data/selections/careful_expert/genomeqa/fgpo.parquet")
     bench = pd.read_parquet(tmp_path / "data/benchmarks/genomeqa.parquet")
     assert sorted(sel.question_id) == sorted(bench.loc[bench.split == "test", "id"])
     assert {"family", "mask", "tools", "n_tools", "correct", "reward", "seed"} <= set(sel)
@@ -203,7 +202,7 @@ def test_train_stage_logs_a_complete_mlflow_run(tmp_path):
 def test_train_refuses_a_missing_table_before_training(tmp_path):
     params = small_params(tmp_path)
     fgpo("prepare", "genomeqa", "--params", str(params), cwd=tmp_path)
-    r = fgpo("train", "fgpo", "careful_expert", "genomeqa", "--params", str(params), cwd=tmp_path)
+    r = fgpo("train", "careful_expert", "genomeqa", "--params", str(params), cwd=tmp_path)
     assert r.returncode == 2 and "reward table not found" in r.stderr
     assert not (tmp_path / "mlruns").exists()
 
@@ -222,9 +221,10 @@ def built(tmp_path_factory) -> Path:
     return root
 
 
-def _train_cmd(built: Path) -> list[str]:
-    return [str(BIN / "fgpo"), "train", "fgpo", "careful_expert", "genomeqa",
-            "--params", str(built / "params.yaml"), "--data", str(built / "data")]
+def _train_cmd(built: Path, *methods: str, params: Path | None = None) -> list[str]:
+    return [str(BIN / "fgpo"), "train", "careful_expert", "genomeqa",
+            *[a for m in (methods or ("fgpo",)) for a in ("--method", m)],
+            "--params", str(params or built / "params.yaml"), "--data", str(built / "data")]
 
 
 def _runs(uri: str) -> list:
@@ -250,12 +250,13 @@ def test_three_trainings_on_a_fresh_sqlite_store_all_finish(built, tmp_path):
     assert [r.info.status for r in _runs(uri)] == ["FINISHED"] * 3
 
 
-def _wait_for_running_run(uri: str, proc: subprocess.Popen) -> None:
+def _wait_for_running_run(uri: str, proc: subprocess.Popen, method: str | None = None) -> None:
     deadline = time.time() + 300
     while time.time() < deadline and proc.poll() is None:
         time.sleep(0.2)
         try:
-            if any(r.info.status == "RUNNING" for r in _runs(uri)):
+            if any(r.info.status == "RUNNING" and method in (None, r.data.tags.get("method"))
+                   for r in _runs(uri)):
                 return
         except Exception:  # noqa: BLE001 - the store is being created
             continue
@@ -286,6 +287,62 @@ def test_killed_trainings_leave_no_running_mlflow_run(built, tmp_path):
     runs = _runs(uri)
     assert sorted(r.info.status for r in runs) == ["FINISHED", "KILLED", "KILLED"]
     assert sum("orphaned" in r.data.tags for r in runs) == 1
+
+
+def test_a_killed_setting_resumes_each_run_on_its_own(built, tmp_path):
+    """Both methods in one process; killed while GRPO trains (FGPO finished): the rerun reads
+    FGPO's finished run back (no new MLflow run, the same result) and trains only GRPO."""
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    params = yaml.safe_load((built / "params.yaml").read_text())
+    params["train"].update(steps=40, eval_every=10, checkpoint_every=1)  # GRPO: long enough
+    (tmp_path / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
+    cmd = _train_cmd(built, "fgpo", "grpo", params=tmp_path / "params.yaml")
+    proc = subprocess.Popen(cmd, cwd=tmp_path, env=_env(MLFLOW_TRACKING_URI=uri),
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    _wait_for_running_run(uri, proc, method="grpo")
+    time.sleep(1.0)  # a few GRPO steps and checkpoints
+    proc.kill()
+    proc.wait()
+    done = tmp_path / "runs/fgpo/careful_expert/genomeqa/seed0/result.json"
+    first = done.read_text()
+    assert (tmp_path / "runs/grpo/careful_expert/genomeqa/seed0/checkpoint.pt").exists()
+    r = subprocess.run(cmd, cwd=tmp_path, env=_env(MLFLOW_TRACKING_URI=uri),
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert done.read_text() == first  # read back, not retrained
+    runs = _runs(uri)
+    assert sorted((r.data.tags["method"], r.info.status) for r in runs) == [
+        ("fgpo", "FINISHED"), ("grpo", "FINISHED")]  # GRPO's run resumed from its checkpoint
+    grpo_run = [r for r in runs if r.data.tags["method"] == "grpo"][0]
+    from mlflow.tracking import MlflowClient
+    steps = [m.step for m in MlflowClient(uri).get_metric_history(grpo_run.info.run_id,
+                                                                  "train/loss")]
+    assert sorted(set(steps)) == list(range(1, 41))
+    saved = json.loads(first)
+    m = json.loads((tmp_path / "metrics/train/careful_expert/genomeqa/fgpo.json").read_text())
+    assert m["test/accuracy"] == saved["final"]["test/accuracy"]
+
+
+def test_seeds_in_one_process_match_each_seed_trained_alone(built, tmp_path):
+    """The frozen-layer cache and the backbone are shared by the runs of a process; their
+    numbers must not be: seed 1 after seed 0 (and after the other method) equals seed 1 alone."""
+    params = yaml.safe_load((built / "params.yaml").read_text())
+    params["train"].update(steps=4, eval_every=2)
+    curves = {}
+    for name, seeds, methods in (("together", [0, 1], ("fgpo", "grpo")),
+                                 ("alone", [1], ("grpo",))):
+        work = tmp_path / name
+        work.mkdir()
+        params["train"]["seeds"] = seeds
+        (work / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
+        r = subprocess.run(_train_cmd(built, *methods, params=work / "params.yaml")
+                           + ["--no-mlflow"], cwd=work, env=_env(), capture_output=True,
+                           text=True)
+        assert r.returncode == 0, r.stderr[-3000:]
+        curve = pd.read_csv(work / "plots/train/careful_expert/genomeqa/grpo.csv")
+        curves[name] = curve[curve.seed == 1].reset_index(drop=True)
+    assert len(curves["alone"]) == 5
+    pd.testing.assert_frame_equal(curves["together"], curves["alone"], rtol=1e-6, atol=1e-7)
 
 
 @pytest.mark.slow

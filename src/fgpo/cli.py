@@ -91,23 +91,27 @@ def table_stats(reasoner: str = typer.Argument(...), benchmark: str = typer.Argu
 
 
 @app.command()
-def train(method: str = typer.Argument(..., help="fgpo | grpo"),
-          reasoner: str = typer.Argument(...), benchmark: str = typer.Argument(...),
+def train(reasoner: str = typer.Argument(...), benchmark: str = typer.Argument(...),
+          method: Optional[list[str]] = typer.Option(None, "--method", help="train only this "
+                                                     "method (repeatable); default: train.methods"),
           params: Path = PARAMS, data: Path = typer.Option(Path("data")),
           no_mlflow: bool = typer.Option(False, "--no-mlflow", help="skip MLflow logging"),
           force: bool = typer.Option(False, "--force", help="train even on a degenerate reward "
                                      "table (see `fgpo table-stats`; train.allow_degenerate_table)")
           ) -> None:
-    """Train a tool-selection policy (every seed), log to MLflow, write metrics and plots."""
+    """Train the tool-selection policies of one setting (every method and seed in one process:
+    the backbone's frozen layers are computed once), log to MLflow, write metrics and plots."""
     from fgpo.stages import train as stage
     try:
-        summary = stage.main(method, reasoner, benchmark, params, data, tracking=not no_mlflow,
-                             force=force)
+        summaries = stage.main(reasoner, benchmark, method or None, params, data,
+                               tracking=not no_mlflow, force=force)
     except InputError as exc:
         _fail(exc)
-    for key in ("test/accuracy", "test/expected_accuracy", "test/tools_per_question",
-                "budget/reward_evals"):
-        typer.echo(f"{key:28s} {summary[key]:.4f}")
+    for name, summary in summaries.items():
+        typer.echo(f"[{name}]")
+        for key in ("test/accuracy", "test/expected_accuracy", "test/tools_per_question",
+                    "budget/reward_evals"):
+            typer.echo(f"  {key:28s} {summary[key]:.4f}")
 
 
 @app.command()

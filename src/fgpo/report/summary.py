@@ -65,9 +65,9 @@ class SettingData:
 
     reasoner: str
     benchmark: str
-    metrics: dict[str, dict[str, Any]]        # method -> metrics/train/<m>/<r>/<b>.json
-    curves: dict[str, pd.DataFrame]           # method -> plots/train/<m>/<r>/<b>.csv
-    selections: dict[str, pd.DataFrame]       # method -> data/selections/<m>/<r>/<b>.parquet
+    metrics: dict[str, dict[str, Any]]        # method -> metrics/train/<r>/<b>/<m>.json
+    curves: dict[str, pd.DataFrame]           # method -> plots/train/<r>/<b>/<m>.csv
+    selections: dict[str, pd.DataFrame]       # method -> data/selections/<r>/<b>/<m>.parquet
     table_stats: dict[str, Any]               # metrics/reward_tables/<r>/<b>.json
     test: SplitTable = field(repr=False)
     n_questions: int = 0                      # questions in the table, all splits

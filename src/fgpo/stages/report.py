@@ -54,11 +54,11 @@ def load_setting(reasoner: str, benchmark: str, tools_cfg: ToolsConfig, data: Pa
     test = table.split("test")
     return SettingData(
         reasoner=reasoner, benchmark=benchmark,
-        metrics={m: _read(metrics / "train" / m / reasoner / f"{benchmark}.json",
+        metrics={m: _read(metrics / "train" / reasoner / benchmark / f"{m}.json",
                           "train metrics") for m in METHODS},
-        curves={m: _read(plots / "train" / m / reasoner / f"{benchmark}.csv", "train curve")
+        curves={m: _read(plots / "train" / reasoner / benchmark / f"{m}.csv", "train curve")
                 for m in METHODS},
-        selections={m: _read(data / "selections" / m / reasoner / f"{benchmark}.parquet",
+        selections={m: _read(data / "selections" / reasoner / benchmark / f"{m}.parquet",
                              "test selections") for m in METHODS},
         table_stats=stats,
         test=SplitTable(families=table.families[test], correct=table.correct[test],

@@ -1,15 +1,24 @@
-"""DVC stage `train`: one (method, reasoner, benchmark) setting, every seed, logged to MLflow.
+"""DVC stage `train`: one (reasoner, benchmark) setting, every method and seed in one process.
 
-Writes metrics/train/<method>/<reasoner>/<benchmark>.json (final metrics, mean and spread over
-seeds), plots/train/<method>/<reasoner>/<benchmark>.csv (the per-step curves) and
-data/selections/<method>/<reasoner>/<benchmark>.parquet (every seed's greedy test-set choice per
+The process loads the reward table once and computes the policy's frozen layers once (the
+encoder's in-memory cache), then trains each (method, seed) run in turn. Every run keeps its own
+seed stream, MLflow run, checkpoint and result, so a run's numbers do not depend on which runs
+share the process, and after a kill each run resumes on its own: a finished run is read back
+from runs/<method>/<reasoner>/<benchmark>/seed<s>/result.json (when its key, which covers the
+config, the table's md5 and the code, still matches), an interrupted one continues from its
+checkpoint.
+
+Writes, per method <m>: metrics/train/<reasoner>/<benchmark>/<m>.json (final metrics, mean and
+spread over seeds), plots/train/<reasoner>/<benchmark>/<m>.csv (the per-step curves) and
+data/selections/<reasoner>/<benchmark>/<m>.parquet (every seed's greedy test-set choice per
 question, which the report breaks down by family and subset).
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
-from dataclasses import asdict, replace
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +29,7 @@ from fgpo.config import DEFAULT_PARAMS, load_section
 from fgpo.errors import InputError
 from fgpo.rewards.data import load_run_data, table_path
 from fgpo.rewards.stats import require_trainable
-from fgpo.rewards.table import RewardTableConfig
+from fgpo.rewards.table import RewardTableConfig, RunData
 from fgpo.seqio import atomic_write_parquet, atomic_write_text
 from fgpo.tools import ToolsConfig
 from fgpo.tracking.provenance import EXPERIMENT, file_md5, git_commit
@@ -43,6 +52,15 @@ def resumable_run_id(ckpt: Path, chash: str) -> str | None:
     import torch
     ck = torch.load(ckpt, weights_only=False)
     return ck["state"].get("run_id") if ck["config_hash"] == chash else None
+
+
+def code_digest() -> str:
+    """A digest of the fgpo package's source: a finished run is reused only under the same code."""
+    root = Path(__file__).resolve().parents[1]
+    h = hashlib.sha256()
+    for path in sorted(root.rglob("*.py")):
+        h.update(str(path.relative_to(root)).encode() + b"\0" + path.read_bytes())
+    return h.hexdigest()[:16]
 
 
 def summarise(results: list[RunResult], seeds: list[int]) -> dict[str, Any]:
@@ -75,81 +93,133 @@ def learning_curve_png(history: list[dict], path: Path, title: str) -> None:
     plt.close(fig)
 
 
-def main(method: str, reasoner: str, benchmark: str, params: Path = DEFAULT_PARAMS,
-         data: Path = Path("data"), metrics_root: Path = Path("metrics/train"),
-         plots_root: Path = Path("plots/train"), runs_root: Path = Path("runs"),
-         selections_root: Path = Path("data/selections"),
-         tracking: bool = True, force: bool = False) -> dict[str, Any]:
-    """Train every seed; `force` trains even on a degenerate table (allow_degenerate_table)."""
+def main(reasoner: str, benchmark: str, methods: list[str] | None = None,
+         params: Path = DEFAULT_PARAMS, data: Path = Path("data"),
+         metrics_root: Path = Path("metrics/train"), plots_root: Path = Path("plots/train"),
+         runs_root: Path = Path("runs"), selections_root: Path = Path("data/selections"),
+         tracking: bool = True, force: bool = False) -> dict[str, dict[str, Any]]:
+    """Train every seed of every method in `methods` (default: train.methods) on one setting;
+    `force` trains even on a degenerate table (allow_degenerate_table). Returns method ->
+    summary."""
     from fgpo.tracking import sigterm_as_exit
     with sigterm_as_exit():  # a `kill` ends the MLflow run as KILLED, not RUNNING for good
-        return _main(method, reasoner, benchmark, params, data, metrics_root, plots_root,
+        return _main(reasoner, benchmark, methods, params, data, metrics_root, plots_root,
                      runs_root, selections_root, tracking, force)
 
 
-def _main(method: str, reasoner: str, benchmark: str, params: Path, data: Path,
+def _main(reasoner: str, benchmark: str, methods: list[str] | None, params: Path, data: Path,
           metrics_root: Path, plots_root: Path, runs_root: Path, selections_root: Path,
-          tracking: bool, force: bool = False) -> dict[str, Any]:
-    from fgpo.tracking import Tracker, end_if_running
-
+          tracking: bool, force: bool = False) -> dict[str, dict[str, Any]]:
+    # ---- once per setting: config, reward table, the degenerate-table gate ---------------------
     tools_cfg = load_section(ToolsConfig, "tools", params)
-    cfg = load_section(TrainConfig, "train", params)
-    if method not in cfg.methods:
-        raise InputError(f"method {method!r} not in train.methods {cfg.methods}",
-                         file=str(params), field="train.methods")
-    best = swept_params(method, reasoner, benchmark, params)
-    if best:
-        cfg = apply(cfg, best["params"])
+    base_cfg = load_section(TrainConfig, "train", params)
+    for method in methods or []:
+        if method not in base_cfg.methods:
+            raise InputError(f"method {method!r} not in train.methods {base_cfg.methods}",
+                             file=str(params), field="train.methods")
+    methods = methods or base_cfg.methods
     if force:
-        cfg = replace(cfg, allow_degenerate_table=True)
+        base_cfg = replace(base_cfg, allow_degenerate_table=True)
     run_data = load_run_data(reasoner, benchmark, tools_cfg, data)  # fails before training
-    check_run_data(cfg, run_data)  # e.g. batch_size > the train split: before any MLflow run
+    table_file = table_path(reasoner, benchmark, data / "reward_tables")
+    configs = {m: method_config(base_cfg, m, reasoner, benchmark, params) for m in methods}
+    for cfg, _ in configs.values():
+        check_run_data(cfg, run_data)  # e.g. batch_size > the train split: before any run
     group = load_section(RewardTableConfig, "reward_table", params).group_size
-    stats = require_trainable(run_data, group, cfg.allow_degenerate_table,  # before the model
-                              str(table_path(reasoner, benchmark, data / "reward_tables")))
+    stats = require_trainable(run_data, group, base_cfg.allow_degenerate_table,  # before models
+                              str(table_file))
     baselines = {f"baseline/{k}": v for k, v in stats.items()
                  if k.startswith("test/") and isinstance(v, float)}
-    table_md5 = file_md5(table_path(reasoner, benchmark, data / "reward_tables"))
-    results, curves, selections = [], [], []
-    for seed in cfg.seeds:
-        out_dir = runs_root / method / reasoner / benchmark / f"seed{seed}"
-        ckpt = out_dir / "checkpoint.pt"
-        tracker = None
-        try:  # from the run's creation on, an interrupt ends it KILLED
-            if tracking:
-                run_id = resumable_run_id(ckpt, config_hash(cfg, method, seed, run_data.table.meta))
-                sidecar = out_dir / "mlflow_run_id"
-                if run_id is None and sidecar.exists():
-                    # the previous attempt died before a checkpoint it could resume from
-                    end_if_running(sidecar.read_text().strip(), "KILLED")
-                tracker = Tracker(EXPERIMENT, f"{method}-{reasoner}-{benchmark}-s{seed}",
-                                  tags={"method": method, "reasoner": reasoner,
-                                        "benchmark": benchmark, "seed": str(seed),
-                                        "setting": f"{reasoner}/{benchmark}",
-                                        "git_commit": git_commit(), "table_md5": table_md5,
-                                        "table_fingerprint": run_data.table.meta["fingerprint"],
-                                        "sweep_best": f"{best['study']}#{best['trial']}"
-                                        if best else "none"},
-                                  params={"method": method, "train": asdict(cfg),
-                                          "tools": tools_cfg.names, "reasoner": reasoner,
-                                          "benchmark": benchmark, "seed": seed},
-                                  run_id=run_id)
-                atomic_write_text(tracker.run_id + "\n", sidecar)
-            result = train_run(method, cfg, run_data, seed, tracker, ckpt)
-        except BaseException:
-            if tracker is not None:
-                tracker.end("KILLED")
-            raise
-        ckpt.unlink(missing_ok=True)  # finished: a rerun starts afresh (and a new MLflow run)
-        result.final.update(baselines)
-        results.append(result)
-        curves.append(pd.DataFrame(result.history).assign(seed=seed))
-        selections.append(result.selections.assign(seed=seed))
+    context = RunContext(reasoner, benchmark, run_data, file_md5(table_file), code_digest(),
+                         tools_cfg.names, baselines, runs_root, tracking)
+
+    # ---- every method, every seed: one run each, outputs per method ---------------------------
+    out: dict[str, dict[str, Any]] = {}
+    for method, (cfg, best) in configs.items():
+        results = [train_seed(context, method, cfg, seed, best) for seed in cfg.seeds]
+        out[method] = write_method_outputs(results, cfg.seeds, method, reasoner, benchmark,
+                                           best, metrics_root, plots_root, selections_root)
+    if set(methods) == set(base_cfg.methods):  # a method dropped from train.methods: its files go
+        for root, ext in ((metrics_root, "json"), (plots_root, "csv")):
+            for stale in (root / reasoner / benchmark).glob(f"*.{ext}"):
+                if stale.stem not in methods:
+                    stale.unlink()
+    return out
+
+
+def method_config(cfg: TrainConfig, method: str, reasoner: str, benchmark: str, params: Path
+                  ) -> tuple[TrainConfig, dict | None]:
+    """The config `method` trains with on this setting (its best sweep params applied when
+    sweep.apply_best is on) and the sweep record it came from."""
+    best = swept_params(method, reasoner, benchmark, params)
+    return (apply(cfg, best["params"]) if best else cfg), best
+
+
+@dataclass
+class RunContext:
+    """What every run of a setting shares."""
+
+    reasoner: str
+    benchmark: str
+    run_data: RunData
+    table_md5: str
+    code: str
+    tools: list[str]
+    baselines: dict[str, float]
+    runs_root: Path
+    tracking: bool
+
+
+def run_key(chash: str, ctx: RunContext) -> str:
+    """A finished run is reused only when config, table and code are the ones it ran with."""
+    return hashlib.sha256(f"{chash}|{ctx.table_md5}|{ctx.code}".encode()).hexdigest()[:16]
+
+
+def train_seed(ctx: RunContext, method: str, cfg: TrainConfig, seed: int, best: dict | None
+               ) -> RunResult:
+    """One run: read back when it finished before with the same key, else trained (resuming
+    from its checkpoint), its MLflow run ended, its result written."""
+    from fgpo.tracking import Tracker, end_if_running
+
+    out_dir = ctx.runs_root / method / ctx.reasoner / ctx.benchmark / f"seed{seed}"
+    ckpt, done = out_dir / "checkpoint.pt", out_dir / "result.json"
+    chash = config_hash(cfg, method, seed, ctx.run_data.table.meta)
+    key = run_key(chash, ctx)
+    if done.exists():
+        saved = json.loads(done.read_text())
+        if saved.get("key") == key and (out_dir / "test_selections.parquet").exists():
+            return RunResult(final=saved["final"], history=saved["history"],
+                             selections=pd.read_parquet(out_dir / "test_selections.parquet"),
+                             policy=None)
+        done.unlink()  # another config, table or code: train afresh
+    sweep_best = f"{best['study']}#{best['trial']}" if best else "none"
+    tracker = None
+    try:  # from the run's creation on, an interrupt ends it KILLED
+        if ctx.tracking:
+            run_id = resumable_run_id(ckpt, chash)
+            sidecar = out_dir / "mlflow_run_id"
+            if run_id is None and sidecar.exists():
+                # the previous attempt died before a checkpoint it could resume from
+                end_if_running(sidecar.read_text().strip(), "KILLED")
+            tracker = Tracker(EXPERIMENT, f"{method}-{ctx.reasoner}-{ctx.benchmark}-s{seed}",
+                              tags={"method": method, "reasoner": ctx.reasoner,
+                                    "benchmark": ctx.benchmark, "seed": str(seed),
+                                    "setting": f"{ctx.reasoner}/{ctx.benchmark}",
+                                    "git_commit": git_commit(), "table_md5": ctx.table_md5,
+                                    "table_fingerprint": ctx.run_data.table.meta["fingerprint"],
+                                    "sweep_best": sweep_best},
+                              params={"method": method, "train": asdict(cfg),
+                                      "tools": ctx.tools, "reasoner": ctx.reasoner,
+                                      "benchmark": ctx.benchmark, "seed": seed},
+                              run_id=run_id)
+            atomic_write_text(tracker.run_id + "\n", sidecar)
+        result = train_run(method, cfg, ctx.run_data, seed, tracker, ckpt)
+        result.final.update(ctx.baselines)
         out_dir.mkdir(parents=True, exist_ok=True)
-        result.selections.to_parquet(out_dir / "test_selections.parquet", index=False)
+        atomic_write_parquet(result.selections, out_dir / "test_selections.parquet")
         result.policy.save_adapter(out_dir / "adapter")
         learning_curve_png(result.history, out_dir / "learning_curve.png",
-                           f"{method} {reasoner}/{benchmark} seed {seed}")
+                           f"{method} {ctx.reasoner}/{ctx.benchmark} seed {seed}")
         if tracker is not None:
             tracker.log_metrics({k: v for k, v in result.final.items()
                                  if k.startswith(("test/", "budget/", "baseline/"))}, cfg.steps)
@@ -157,15 +227,31 @@ def _main(method: str, reasoner: str, benchmark: str, params: Path, data: Path,
                 tracker.log_artifact(out_dir / name)
             tracker.log_artifact(out_dir / "adapter", "adapter")
             tracker.end()
-    summary = summarise(results, cfg.seeds)
+    except BaseException:
+        if tracker is not None:
+            tracker.end("KILLED")
+        raise
+    atomic_write_text(json.dumps({"key": key, "final": result.final, "history": result.history,
+                                  "run_id": tracker.run_id if tracker else None}) + "\n", done)
+    ckpt.unlink(missing_ok=True)  # finished: result.json stands for it from now on
+    return result
+
+
+def write_method_outputs(results: list[RunResult], seeds: list[int], method: str,
+                         reasoner: str, benchmark: str, best: dict | None, metrics_root: Path,
+                         plots_root: Path, selections_root: Path) -> dict[str, Any]:
+    """The method's metrics JSON (mean and spread over seeds), curves CSV and selections."""
+    summary = summarise(results, seeds)
     summary["sweep_best"] = f"{best['study']}#{best['trial']}" if best else "none"
     atomic_write_text(json.dumps(summary, indent=1) + "\n",
-                      metrics_root / method / reasoner / f"{benchmark}.json")
-    plot = pd.concat(curves, ignore_index=True)
+                      metrics_root / reasoner / benchmark / f"{method}.json")
+    plot = pd.concat([pd.DataFrame(r.history).assign(seed=s) for r, s in zip(results, seeds)],
+                     ignore_index=True)
     plot.columns = [c.replace("/", "_") for c in plot.columns]
-    path = plots_root / method / reasoner / f"{benchmark}.csv"
+    path = plots_root / reasoner / benchmark / f"{method}.csv"
     path.parent.mkdir(parents=True, exist_ok=True)
     atomic_write_text(plot.to_csv(index=False), path)
-    atomic_write_parquet(pd.concat(selections, ignore_index=True),
-                         selections_root / method / reasoner / f"{benchmark}.parquet")
+    atomic_write_parquet(pd.concat([r.selections.assign(seed=s) for r, s in zip(results, seeds)],
+                                   ignore_index=True),
+                         selections_root / reasoner / benchmark / f"{method}.parquet")
     return summary
