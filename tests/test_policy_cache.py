@@ -30,6 +30,13 @@ def questions():
     return qs
 
 
+@pytest.fixture(autouse=True)
+def own_cache_dir(tmp_path, monkeypatch):
+    """Each test its own on-disk cache and an empty in-process one."""
+    monkeypatch.setenv("FGPO_CACHE_DIR", str(tmp_path / "cache"))
+    encoder._FROZEN.clear()
+
+
 def _moved(cfg: PolicyConfig, questions, seed: int = 0) -> EncoderPolicy:
     """A policy whose head and LoRA B (zero at start) are moved, so log pi is not uniform and
     every adapted weight has a gradient."""
@@ -94,6 +101,28 @@ def test_a_change_of_max_length_window_or_layers_recomputes_the_cache(questions)
     keys = {encoder.frozen_key(p.backbone_path, p.start, p.input_ids, p.attention_mask, "cpu")
             for p in (first, shorter, window, lower, fewer)}
     assert len(keys) == 5
+    assert len(list(encoder.frozen_cache_dir().glob("*.pt"))) == 5  # one file each
+
+
+def test_the_next_process_loads_the_states_from_disk(questions, monkeypatch):
+    first = _moved(PolicyConfig(lora_layers=[4, 5]), questions)
+    [path] = encoder.frozen_cache_dir().glob("*.pt")
+    encoder._FROZEN.clear()  # a new process: nothing in memory
+
+    def no_compute(*args, **kwargs):
+        raise AssertionError("recomputed although a matching file is on disk")
+
+    with monkeypatch.context() as m:
+        m.setattr(EncoderPolicy, "_layers", staticmethod(no_compute))
+        again = _moved(PolicyConfig(lora_layers=[4, 5]), questions)
+    assert torch.equal(again.frozen, first.frozen)
+    # a file whose recorded key differs (e.g. a truncated digest collision) is not trusted
+    torch.save({"key": "something else", "hidden": torch.zeros(1)}, path)
+    encoder._FROZEN.clear()
+    third = _moved(PolicyConfig(lora_layers=[4, 5]), questions)
+    torch.testing.assert_close(third.frozen, first.frozen, atol=0, rtol=0)
+    assert torch.load(path, weights_only=True)["key"] != "something else"  # rewritten
+    assert not list(encoder.frozen_cache_dir().glob("*.tmp"))
 
 
 def _run_data(questions) -> RunData:

@@ -328,7 +328,7 @@ def test_seeds_in_one_process_match_each_seed_trained_alone(built, tmp_path):
     numbers must not be: seed 1 after seed 0 (and after the other method) equals seed 1 alone."""
     params = yaml.safe_load((built / "params.yaml").read_text())
     params["train"].update(steps=4, eval_every=2)
-    curves = {}
+    curves, finals = {}, {}
     for name, seeds, methods in (("together", [0, 1], ("fgpo", "grpo")),
                                  ("alone", [1], ("grpo",))):
         work = tmp_path / name
@@ -341,8 +341,13 @@ def test_seeds_in_one_process_match_each_seed_trained_alone(built, tmp_path):
         assert r.returncode == 0, r.stderr[-3000:]
         curve = pd.read_csv(work / "plots/train/careful_expert/genomeqa/grpo.csv")
         curves[name] = curve[curve.seed == 1].reset_index(drop=True)
+        finals[name] = json.loads((work / "runs/grpo/careful_expert/genomeqa/seed1/result.json")
+                                  .read_text())["final"]
     assert len(curves["alone"]) == 5
     pd.testing.assert_frame_equal(curves["together"], curves["alone"], rtol=1e-6, atol=1e-7)
+    assert finals["together"].keys() == finals["alone"].keys()
+    for k, v in finals["alone"].items():  # test metrics too
+        assert finals["together"][k] == pytest.approx(v, rel=1e-6, abs=1e-7), k
 
 
 @pytest.mark.slow

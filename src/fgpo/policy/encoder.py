@@ -4,12 +4,15 @@ Frozen-prefix cache: the layers below the lowest adapted one hold no trainable w
 policy runs in eval mode (no dropout), so the hidden states entering that layer are a fixed
 function of a question's tokens. With `cache_frozen_layers` they are computed once per question
 set (`prepare`, no grad, batched) and kept in memory; every step then runs only the adapted
-layers, the pooling and the head.
+layers, the pooling and the head. A copy on disk ($FGPO_CACHE_DIR/frozen, for a backbone in a
+local folder) lets the next process of the same benchmark (another reasoner's setting) load it
+instead of recomputing; its name is a digest of everything the states depend on.
 """
 
 from __future__ import annotations
 
 import hashlib
+import os
 import warnings
 from pathlib import Path
 
@@ -38,11 +41,26 @@ _FROZEN: dict[str, torch.Tensor] = {}
 
 def frozen_key(backbone: str, start: int, input_ids: torch.Tensor,
                attention_mask: torch.Tensor, device: torch.device | str) -> str:
-    """The cache key of the frozen hidden states (a digest of everything that changes them)."""
-    h = hashlib.sha256(f"{backbone}|layer<{start}|{device}|".encode())
+    """The cache key of the frozen hidden states: a digest of everything that changes them (the
+    backbone and, for a local folder, its files' names, sizes and times; the first adapted
+    layer; the token ids, which fix texts, tokenizer, max_length and sequence_window; the
+    device, whose kernels round differently)."""
+    h = hashlib.sha256(f"{backbone}|layer<{start}|{torch.device(device).type}|".encode())
+    folder = Path(backbone)
+    if folder.is_dir():
+        for f in sorted(folder.rglob("*")):
+            if f.is_file():
+                st = f.stat()
+                h.update(f"{f.relative_to(folder)}:{st.st_size}:{st.st_mtime_ns}|".encode())
+    h.update(str(tuple(input_ids.shape)).encode())
     h.update(input_ids.cpu().numpy().tobytes())
     h.update(attention_mask.cpu().numpy().tobytes())
     return h.hexdigest()
+
+
+def frozen_cache_dir() -> Path:
+    """Where the frozen states are kept on disk ($FGPO_CACHE_DIR/frozen)."""
+    return Path(os.environ.get("FGPO_CACHE_DIR", Path.home() / ".cache" / "fgpo")) / "frozen"
 
 
 class EncoderPolicy(Policy):
@@ -93,6 +111,14 @@ class EncoderPolicy(Policy):
                          self.device)
         if key in _FROZEN:
             return _FROZEN[key]
+        on_disk = frozen_cache_dir() / f"{key[:32]}.pt" if Path(self.backbone_path).is_dir() \
+            else None  # a hub name says nothing about the weights' revision: memory only
+        if on_disk is not None and on_disk.exists():
+            saved = torch.load(on_disk, map_location=self.device, weights_only=True)
+            if saved["key"] == key:
+                _FROZEN.clear()
+                _FROZEN[key] = saved["hidden"]
+                return saved["hidden"]
         bert = self.backbone.get_base_model()
         was_training = bert.training
         bert.eval()  # no dropout: the states are a pure function of the tokens
@@ -104,9 +130,15 @@ class EncoderPolicy(Policy):
             chunks.append(self._layers(bert, bert.embeddings(input_ids=ids), mask,
                                        bert.encoder.layer[:self.start]))
         bert.train(was_training)
+        hidden = torch.cat(chunks)
+        if on_disk is not None:  # written whole or not at all (a kill, a parallel DVC worker)
+            on_disk.parent.mkdir(parents=True, exist_ok=True)
+            tmp = on_disk.with_suffix(f".{os.getpid()}.tmp")
+            torch.save({"key": key, "hidden": hidden.cpu()}, tmp)
+            os.replace(tmp, on_disk)
         _FROZEN.clear()  # one question set at a time: a new one replaces it
-        _FROZEN[key] = torch.cat(chunks)
-        return _FROZEN[key]
+        _FROZEN[key] = hidden
+        return hidden
 
     @staticmethod
     def _layers(bert: torch.nn.Module, hidden: torch.Tensor, mask: torch.Tensor,
