@@ -135,6 +135,13 @@ def markdown(b: dict) -> str:
                   f"| {base['seconds'] / rep['seconds']:.1f}x |"]
         if base.get("note"):
             lines += ["", base["note"]]
+        side = base.get("setting_side_by_side")
+        if side:
+            lines += ["", f"One setting ({side['setting']}, both methods, MLflow on), whole "
+                      f"processes timed side by side ({side['tool']}): before "
+                      f"{side['before_wall_s_median']:.1f} s ({side['before_cmd']}), now "
+                      f"{side['now_wall_s_median']:.1f} s ({side['now_cmd']}): "
+                      f"**{side['before_over_now']:.1f}x**."]
     lines += ["", "## Whole default pipeline", ""]
     if rep:
         lines.append(f"`dvc repro` ({rep['stale_stages']} stale stages, "
