@@ -32,7 +32,7 @@ def markdown(b: dict) -> str:
     if t:
         lines += ["## FGPO vs GRPO, same MiniLM + LoRA policy and batch", "",
                   "| quantity | FGPO | GRPO | GRPO / FGPO |", "|---|---:|---:|---:|",
-                  f"| seconds per optimiser step (batch {t['batch']}) | "
+                  f"| seconds per optimiser step (batch {t['batch']}, no frozen-layer cache) | "
                   f"{t['fgpo_s_per_step']:.3f} | {t['grpo_s_per_step']:.3f} | "
                   f"{t['grpo_over_fgpo']:.2f} |"]
         tt = t.get("time_to_target")
@@ -127,12 +127,14 @@ def markdown(b: dict) -> str:
                   "|---|---:|---:|---:|",
                   f"| before: {base['code']} (one process per method, no cache) | "
                   f"{base['train_stages_run']} | {base['train_seconds'] / 60:.1f} min | "
-                  f"{base['seconds'] / 60:.1f} min |",
+                  f"{base['seconds'] / 60:.1f} min ({base['stale_stages']} stages) |",
                   f"| now (one process per setting, frozen-layer cache) | "
                   f"{rep['train_stages_run']} | {rep['train_seconds'] / 60:.1f} min | "
-                  f"{rep['seconds'] / 60:.1f} min |",
+                  f"{rep['seconds'] / 60:.1f} min ({rep['stale_stages']} stages) |",
                   f"| before / now | | **{base['train_seconds'] / rep['train_seconds']:.1f}x** "
-                  f"| {base['seconds'] / rep['seconds']:.1f}x |"]
+                  f"| " + (f"{base['seconds'] / rep['seconds']:.1f}x |"
+                           if base["stale_stages"] == rep["stale_stages"] else
+                           f"n/a ({base['stale_stages']} vs {rep['stale_stages']} stale stages) |")]
         if base.get("note"):
             lines += ["", base["note"]]
         side = base.get("setting_side_by_side")
