@@ -173,6 +173,7 @@ def test_train_stage_logs_a_complete_mlflow_run(tmp_path):
         assert run.info.status == "FINISHED"
         assert tags["reasoner"] == "careful_expert" and tags["benchmark"] == "genomeqa"
         assert tags["seed"] == "0" and len(tags["table_md5"]) == 32 and tags["git_commit"]
+        assert tags["device"] == "cpu"  # the resolved train.device (auto here: no GPU)
         assert run.data.params["train.steps"] == "2"
         for key in ("train/expected_reward", "train/loss", "train/kl", "train/entropy",
                     "train/zero_signal_frac", "train/reward_evals", "val/accuracy",

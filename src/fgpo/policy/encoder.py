@@ -69,6 +69,7 @@ class EncoderPolicy(Policy):
         self.cfg, self.n_subsets = cfg, 2 ** n_tools
         path = self.backbone_path = resolve_backbone(cfg.backbone)
         transformers.logging.set_verbosity_error()  # the unused pooler weights are expected
+        transformers.logging.disable_progress_bar()  # a "Loading weights" bar per run: noise
         warnings.filterwarnings("ignore", message=".*is_gradient_checkpointing.*")  # peft -> hf
         try:
             self.tokenizer = AutoTokenizer.from_pretrained(path)

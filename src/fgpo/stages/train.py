@@ -33,7 +33,7 @@ from fgpo.rewards.table import RewardTableConfig, RunData
 from fgpo.seqio import atomic_write_parquet, atomic_write_text
 from fgpo.tools import ToolsConfig
 from fgpo.tracking.provenance import EXPERIMENT, file_md5, git_commit
-from fgpo.train.config import TrainConfig
+from fgpo.train.config import TrainConfig, resolve_device
 from fgpo.train.loop import RunResult, check_run_data, config_hash, train_run
 from fgpo.train.overrides import BEST_PARAMS, apply, apply_best, read_best
 
@@ -205,6 +205,7 @@ def train_seed(ctx: RunContext, method: str, cfg: TrainConfig, seed: int, best: 
                               tags={"method": method, "reasoner": ctx.reasoner,
                                     "benchmark": ctx.benchmark, "seed": str(seed),
                                     "setting": f"{ctx.reasoner}/{ctx.benchmark}",
+                                    "device": str(resolve_device(cfg.device)),
                                     "git_commit": git_commit(), "table_md5": ctx.table_md5,
                                     "table_fingerprint": ctx.run_data.table.meta["fingerprint"],
                                     "sweep_best": sweep_best},
