@@ -23,7 +23,6 @@ Usage: python bench/bench_train.py [--batch 16] [--repeats 5] [--setting careful
 from __future__ import annotations
 
 import argparse
-import itertools
 import json
 import statistics
 import sys
@@ -39,22 +38,11 @@ from fgpo.policy.base import PolicyConfig
 from fgpo.policy.heads import FactorizedHead, SubsetHead
 from fgpo.seqio import atomic_write_text
 from fgpo.train.config import TrainConfig
-from fgpo.train.estimators import ESTIMATORS
 from fgpo.train.fgpo import fgpo_loss
-from fgpo.train.loop import build_optimizer, optimizer_step, reference_logp, train_run
+from fgpo.train.loop import train_run
 
 sys.path.insert(0, str(Path(__file__).parent))
-from step_times import step_table  # noqa: E402 - the bench folder's own module
-
-
-def timed(fn, repeats: int) -> float:
-    fn()  # warm-up
-    times = []
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return statistics.median(times)
+from step_times import ms_per_step, step_table, timed  # noqa: E402 - the bench folder's own
 
 
 class Clock:
@@ -174,25 +162,9 @@ def main() -> None:
     policy.prepare(qs)
     policy.eval()
     idx = torch.arange(args.batch)
-    rewards = torch.rand(args.batch, 64)
-    ref_logp = reference_logp("uniform", policy, 64)
-    mu = cfg.grpo.inner_epochs
-
-    def steps_of(method: str):
-        """mu optimiser steps of `method` as train_run takes them (GRPO: one sampled batch of
-        groups, then mu updates on it), on the same batch every time."""
-        optimizer, scheduler = build_optimizer(cfg, policy)
-        estimator = ESTIMATORS[method](cfg, rewards, args.batch, torch.Generator().manual_seed(0))
-        counter = itertools.count()  # step numbers go on: GRPO resamples every mu-th
-
-        def run() -> None:
-            for _ in range(mu):
-                optimizer_step(estimator, policy, optimizer, scheduler, next(counter),
-                               lambda: idx, ref_logp, cfg.max_grad_norm)
-        return run
-
-    t_fgpo = timed(steps_of("fgpo"), args.repeats) / mu  # per optimiser step
-    t_grpo = timed(steps_of("grpo"), args.repeats) / mu  # sampling amortised over mu steps
+    # FGPO vs GRPO through the loop's own step, on the backbone this file measures (no cache)
+    t_fgpo, t_grpo = (ms_per_step(qs, [4, 5], False, m, args.batch, args.repeats) / 1000
+                      for m in ("fgpo", "grpo"))
     report = {"batch": args.batch, "fgpo_s_per_step": t_fgpo, "grpo_s_per_step": t_grpo,
               "fgpo_ms_per_question": 1000 * t_fgpo / args.batch,
               "grpo_ms_per_question": 1000 * t_grpo / args.batch,

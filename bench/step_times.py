@@ -26,7 +26,8 @@ from fgpo.train.loop import build_optimizer, optimizer_step, reference_logp
 LAYER_OPTIONS = ([5], [4, 5], [])  # top one, top two (the default), all six (nothing to cache)
 
 
-def timed(fn: Callable[[], None], repeats: int, device: torch.device) -> float:
+def timed(fn: Callable[[], None], repeats: int,
+          device: torch.device = torch.device("cpu")) -> float:
     """Median seconds of `fn` over `repeats` calls after one warm-up (GPU work awaited)."""
     sync = torch.cuda.synchronize if device.type == "cuda" else (lambda: None)
     fn()

@@ -24,6 +24,39 @@ def load(name: str) -> dict | None:
     return json.loads(path.read_text()) if path.exists() else None
 
 
+def training_phase(base: dict, rep: dict) -> list[str]:
+    """Before (reports/repro_time_baseline.json) against now (reports/repro_time.json)."""
+    def row(code: str, r: dict) -> str:
+        return (f"| {code} | {r['train_stages_run']} | {r['train_seconds'] / 60:.1f} min | "
+                f"{r['seconds'] / 60:.1f} min ({r['stale_stages']} stages) |")
+
+    now = rep["train_seconds"]
+    whole = (f"{base['seconds'] / rep['seconds']:.1f}x"
+             if base["stale_stages"] == rep["stale_stages"]
+             else f"n/a ({base['stale_stages']} vs {rep['stale_stages']} stale stages)")
+    lines = ["## Training phase of `dvc repro` (the train stages' seconds)", "",
+             "| code | train stages | training phase | whole `dvc repro` |", "|---|---:|---:|---:|",
+             row(f"before: {base['code']} (one process per method, no cache)", base),
+             row("now (one process per setting, frozen-layer cache)", rep)]
+    quiet = base.get("train_seconds_quiet_estimate")
+    if quiet:
+        lines += [f"| before, quiet estimate (see below) | 30 | {quiet / 60:.1f} min | |",
+                  f"| before (quiet estimate) / now | | **{quiet / now:.1f}x** | |"]
+    lines.append(f"| before (as measured) / now | | {base['train_seconds'] / now:.1f}x | {whole} |")
+    if base.get("note"):
+        lines += ["", base["note"]]
+    side = base.get("setting_side_by_side")
+    if side:
+        lines += ["", f"One setting ({side['setting']}, both methods, MLflow on), whole processes "
+                  f"timed side by side ({side['tool']}): before "
+                  f"{side['before_wall_s_median']:.1f} s ({side['before_cmd']}), now "
+                  f"{side['now_wall_s_median']:.1f} s "
+                  f"({side['now_cmd']}): **{side['before_over_now']:.1f}x**."]
+    if base.get("why_not_more"):
+        lines += ["", base["why_not_more"]]
+    return lines
+
+
 def markdown(b: dict) -> str:
     lines = ["# Benchmarks (`make bench`)", "",
              f"One run on {b['machine']['cpus']} CPU(s), Python {b['machine']['python']}; "
@@ -122,35 +155,7 @@ def markdown(b: dict) -> str:
                   f"{r['parallel_over_serial']} |" for r in tools["results"]]
     rep, base = b.get("repro"), b.get("repro_baseline")
     if rep and base and rep.get("train_seconds") and base.get("train_seconds"):
-        lines += ["", "## Training phase of `dvc repro` (the train stages' seconds)", "",
-                  "| code | train stages | training phase | whole `dvc repro` |",
-                  "|---|---:|---:|---:|",
-                  f"| before: {base['code']} (one process per method, no cache) | "
-                  f"{base['train_stages_run']} | {base['train_seconds'] / 60:.1f} min | "
-                  f"{base['seconds'] / 60:.1f} min ({base['stale_stages']} stages) |",
-                  f"| now (one process per setting, frozen-layer cache) | "
-                  f"{rep['train_stages_run']} | {rep['train_seconds'] / 60:.1f} min | "
-                  f"{rep['seconds'] / 60:.1f} min ({rep['stale_stages']} stages) |",
-                  *([f"| before, quiet estimate (see below) | 30 | "
-                     f"{base['train_seconds_quiet_estimate'] / 60:.1f} min | |",
-                     f"| before (quiet estimate) / now | | **"
-                     f"{base['train_seconds_quiet_estimate'] / rep['train_seconds']:.1f}x** | |"]
-                    if base.get("train_seconds_quiet_estimate") else []),
-                  f"| before (as measured) / now | | {base['train_seconds'] / rep['train_seconds']:.1f}x "
-                  f"| " + (f"{base['seconds'] / rep['seconds']:.1f}x |"
-                           if base["stale_stages"] == rep["stale_stages"] else
-                           f"n/a ({base['stale_stages']} vs {rep['stale_stages']} stale stages) |")]
-        if base.get("note"):
-            lines += ["", base["note"]]
-        side = base.get("setting_side_by_side")
-        if side:
-            lines += ["", f"One setting ({side['setting']}, both methods, MLflow on), whole "
-                      f"processes timed side by side ({side['tool']}): before "
-                      f"{side['before_wall_s_median']:.1f} s ({side['before_cmd']}), now "
-                      f"{side['now_wall_s_median']:.1f} s ({side['now_cmd']}): "
-                      f"**{side['before_over_now']:.1f}x**."]
-        if base.get("why_not_more"):
-            lines += ["", base["why_not_more"]]
+        lines += ["", *training_phase(base, rep)]
     lines += ["", "## Whole default pipeline", ""]
     if rep:
         lines.append(f"`dvc repro` ({rep['stale_stages']} stale stages, "

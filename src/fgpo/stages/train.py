@@ -131,7 +131,7 @@ def _main(reasoner: str, benchmark: str, methods: list[str] | None, params: Path
     baselines = {f"baseline/{k}": v for k, v in stats.items()
                  if k.startswith("test/") and isinstance(v, float)}
     context = RunContext(reasoner, benchmark, run_data, file_md5(table_file), code_digest(),
-                         tools_cfg.names, baselines, runs_root, tracking)
+                         baselines, runs_root, tracking)
 
     # ---- every method, every seed: one run each, outputs per method ---------------------------
     out: dict[str, dict[str, Any]] = {}
@@ -145,6 +145,11 @@ def _main(reasoner: str, benchmark: str, methods: list[str] | None, params: Path
                 if stale.stem not in methods:
                     stale.unlink()
     return out
+
+
+def sweep_label(best: dict | None) -> str:
+    """'study#trial' of the sweep whose best params a run used, or 'none'."""
+    return f"{best['study']}#{best['trial']}" if best else "none"
 
 
 def method_config(cfg: TrainConfig, method: str, reasoner: str, benchmark: str, params: Path
@@ -164,7 +169,6 @@ class RunContext:
     run_data: RunData
     table_md5: str
     code: str
-    tools: list[str]
     baselines: dict[str, float]
     runs_root: Path
     tracking: bool
@@ -192,7 +196,6 @@ def train_seed(ctx: RunContext, method: str, cfg: TrainConfig, seed: int, best: 
                              selections=pd.read_parquet(out_dir / "test_selections.parquet"),
                              policy=None)
         done.unlink()  # another config, table or code: train afresh
-    sweep_best = f"{best['study']}#{best['trial']}" if best else "none"
     tracker = None
     try:  # from the run's creation on, an interrupt ends it KILLED
         if ctx.tracking:
@@ -208,9 +211,9 @@ def train_seed(ctx: RunContext, method: str, cfg: TrainConfig, seed: int, best: 
                                     "device": str(resolve_device(cfg.device)),
                                     "git_commit": git_commit(), "table_md5": ctx.table_md5,
                                     "table_fingerprint": ctx.run_data.table.meta["fingerprint"],
-                                    "sweep_best": sweep_best},
+                                    "sweep_best": sweep_label(best)},
                               params={"method": method, "train": asdict(cfg),
-                                      "tools": ctx.tools, "reasoner": ctx.reasoner,
+                                      "tools": ctx.run_data.tool_names, "reasoner": ctx.reasoner,
                                       "benchmark": ctx.benchmark, "seed": seed},
                               run_id=run_id)
             atomic_write_text(tracker.run_id + "\n", sidecar)
@@ -243,7 +246,7 @@ def write_method_outputs(results: list[RunResult], seeds: list[int], method: str
                          plots_root: Path, selections_root: Path) -> dict[str, Any]:
     """The method's metrics JSON (mean and spread over seeds), curves CSV and selections."""
     summary = summarise(results, seeds)
-    summary["sweep_best"] = f"{best['study']}#{best['trial']}" if best else "none"
+    summary["sweep_best"] = sweep_label(best)
     atomic_write_text(json.dumps(summary, indent=1) + "\n",
                       metrics_root / reasoner / benchmark / f"{method}.json")
     plot = pd.concat([pd.DataFrame(r.history).assign(seed=s) for r, s in zip(results, seeds)],
