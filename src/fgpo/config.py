@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import numbers
+import os
 import typing
 from pathlib import Path
 from typing import Any, TypeVar
@@ -14,6 +15,12 @@ from fgpo.errors import InputError
 
 T = TypeVar("T")
 DEFAULT_PARAMS = Path("params.yaml")
+
+
+def cache_dir() -> Path:
+    """Where computed caches live: motif thresholds, the policy's frozen-layer states
+    ($FGPO_CACHE_DIR; `make` sets .cache/fgpo in the repo; default ~/.cache/fgpo)."""
+    return Path(os.environ.get("FGPO_CACHE_DIR", Path.home() / ".cache" / "fgpo"))
 
 
 def read_params(path: str | Path = DEFAULT_PARAMS) -> dict[str, Any]:

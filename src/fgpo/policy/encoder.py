@@ -23,6 +23,7 @@ from tqdm import tqdm
 from transformers import AutoModel, AutoTokenizer
 from transformers.masking_utils import create_bidirectional_mask
 
+from fgpo.config import cache_dir
 from fgpo.errors import InputError
 from fgpo.policy.base import Policy, PolicyConfig, policy_text, resolve_backbone
 from fgpo.policy.heads import FactorizedHead, SubsetHead
@@ -60,7 +61,7 @@ def frozen_key(backbone: str, start: int, input_ids: torch.Tensor,
 
 def frozen_cache_dir() -> Path:
     """Where the frozen states are kept on disk ($FGPO_CACHE_DIR/frozen)."""
-    return Path(os.environ.get("FGPO_CACHE_DIR", Path.home() / ".cache" / "fgpo")) / "frozen"
+    return cache_dir() / "frozen"
 
 
 class EncoderPolicy(Policy):

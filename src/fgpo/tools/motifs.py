@@ -9,20 +9,15 @@ from __future__ import annotations
 import json
 import os
 from functools import lru_cache
-from pathlib import Path
 from typing import Any
 
 from Bio import motifs as bio_motifs
 
+from fgpo.config import cache_dir
 from fgpo.errors import InputError
 from fgpo.tools.base import Tool, register
 
 _THRESHOLD_PRECISION = 10**3  # within 0.02 of 10**4, ten times faster
-
-
-def cache_dir() -> Path:
-    """Where computed thresholds live ($FGPO_CACHE_DIR, default ~/.cache/fgpo)."""
-    return Path(os.environ.get("FGPO_CACHE_DIR", Path.home() / ".cache" / "fgpo"))
 
 
 @lru_cache(maxsize=None)
