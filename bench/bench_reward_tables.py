@@ -20,7 +20,7 @@ from fgpo.benchmarks import declared_samples
 from fgpo.reasoners import ReasonerSpec
 from fgpo.reasoners.prompt import render_prefix, render_prompt
 from fgpo.reasoners.rule import PROFILES
-from fgpo.rewards.table import RewardTableConfig, build_table, subset_evidence
+from fgpo.rewards.build import RewardTableConfig, build_table, subset_evidence
 from fgpo.seqio import atomic_write_text
 from fgpo.tools import ToolsConfig
 from fgpo.tools import ToolOutput

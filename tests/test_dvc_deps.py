@@ -203,3 +203,13 @@ def test_dvc_resolves_the_source_dep_of_an_imported_collection(tmp_path):
     assert set(stages) == {f"prepare@{n}" for n in params["prepare"]}
     assert "../data/promoters" in stages["prepare@my_promoters"]["deps"]
     assert "src/fgpo/benchmarks/genomeqa.py" in stages["prepare@genomeqa"]["deps"]
+
+
+@pytest.mark.parametrize("stage", ["table_stats", "train", "report"])
+def test_table_readers_do_not_run_the_reasoners(stage):
+    """Reading a table needs no reasoner: editing a backend (say the OpenAI client) reruns the
+    table builds only, never the thirty training runs or the report."""
+    reasoners = PACKAGE / "reasoners"
+    assert not [p for p in stage_closure(stage) if reasoners in p.parents]
+    assert PACKAGE / "rewards" / "build.py" not in stage_closure(stage)
+    assert not any(d == reasoners or reasoners in d.parents for d in _code_deps(_stages()[stage]))

@@ -23,7 +23,8 @@ from fgpo.benchmarks.config import BenchmarkConfig
 from fgpo.errors import InputError
 from fgpo.reasoners import Reasoner, ReasonerError, ReasonerSpec, build_reasoner
 from fgpo.rewards.stats import table_stats, uniform_zero_signal
-from fgpo.rewards.table import RewardTable, RewardTableConfig, build_table, load_reward_table
+from fgpo.rewards.build import RewardTableConfig, build_table
+from fgpo.rewards.table import RewardTable, load_reward_table
 from fgpo.seqio import read_parquet_metadata
 from fgpo.tools import ToolsConfig, build_tools
 
@@ -228,7 +229,7 @@ def test_uniform_zero_signal_equals_enumeration():
 
 def test_question_shards_merge_into_the_unsharded_table(small, tmp_path):
     """N servers each build their share of questions; the merge equals a single build."""
-    from fgpo.rewards.table import merge_shards
+    from fgpo.rewards.build import merge_shards
 
     qs, outs, cfg = small
     reference = _build(small, tmp_path / "ref.parquet")
@@ -363,3 +364,20 @@ def test_resumed_build_with_changed_questions_does_not_mix_old_cells(small, tmp_
     with pytest.raises(InputError, match=r"another configuration.*questions"):
         build_table(changed, outs, cfg, "r", SPEC, CFG, out, "genomeqa", progress=False)
     assert not out.exists()
+
+
+def test_table_settings_read_the_readers_part_and_validate_it(tmp_path):
+    """The readers' view of `reward_table:` takes G and the built names, passes over the build's
+    keys (validated by the build stage), and refuses a bad G naming the field."""
+    from fgpo.rewards.table import TableSettings
+
+    p = tmp_path / "params.yaml"
+    p.write_text("reward_table:\n  tool_cost: 0.5\n  group_size: 4\n  build: [a, b]\n"
+                 "  reasoners: {a: {backend: nonsense}}\n")
+    assert TableSettings.load(p) == TableSettings(group_size=4, build=["a", "b"])
+    p.write_text("reward_table:\n  group_size: 1\n")
+    with pytest.raises(InputError) as exc:
+        TableSettings.load(p)
+    assert exc.value.field == "reward_table.group_size" and exc.value.file == str(p)
+    with pytest.raises(InputError, match="build lists"):  # the build's own, stricter check
+        RewardTableConfig(build=["a"])

@@ -34,7 +34,7 @@ from fgpo.reasoners.parse import parse_answer
 from fgpo.reasoners.prompt import render_messages
 from fgpo.reasoners.reading import parse_block, question_kind
 from fgpo.reasoners.rule import PROFILES, respond
-from fgpo.rewards.table import subset_evidence
+from fgpo.rewards.build import subset_evidence
 from fgpo.seqio import read_labelled_csv
 from fgpo.tools import ToolsConfig, build_tools
 from fgpo.tools.base import ToolOutput

@@ -373,7 +373,7 @@ def test_config_errors_name_the_params_file_actually_read(tmp_path: Path) -> Non
 
 
 def test_unknown_reasoner_backend_names_the_reasoner(tmp_path: Path) -> None:
-    from fgpo.rewards.table import RewardTableConfig
+    from fgpo.rewards.build import RewardTableConfig
 
     p = tmp_path / "other.yaml"
     p.write_text("reward_table:\n  reasoners:\n    my_llm:\n      backend: gpt\n")

@@ -106,12 +106,12 @@ def test_training_refuses_a_degenerate_table_unless_forced():
     c = np.vstack([np.ones((16, 4)), np.zeros((16, 4))])
     bad = _run_data(_table(c, ["f1"] * 32, PER_FAMILY * 2))
     with pytest.raises(InputError, match="constant_correct_row_frac") as err:
-        require_trainable(bad, 2, allow=False, path="data/reward_tables/r/b.parquet")
+        require_trainable(bad, allow=False, path="data/reward_tables/r/b.parquet")
     assert err.value.file == "data/reward_tables/r/b.parquet"
     assert "--force" in str(err.value) and "allow_degenerate_table" in str(err.value)
-    stats = require_trainable(bad, 2, allow=True, path="x")  # forced: the stats, no error
+    stats = require_trainable(bad, allow=True, path="x")  # forced: the stats, no error
     assert stats["table/degenerate"] is True
-    assert require_trainable(_run_data(healthy()), 2, allow=False, path="x")["test/chance_accuracy"] \
+    assert require_trainable(_run_data(healthy()), allow=False, path="x")["test/chance_accuracy"] \
         == pytest.approx(0.5)
 
 

@@ -10,7 +10,7 @@ from fgpo.benchmarks import evidence
 from fgpo.benchmarks.config import ImportConfig, PrepareConfig, load_prepare
 from fgpo.config import load_section
 from fgpo.errors import InputError
-from fgpo.rewards.table import RewardTableConfig
+from fgpo.rewards.table import TableSettings
 from fgpo.seqio import atomic_write_text, read_parquet
 from fgpo.tools import TOOL_REGISTRY, ToolsConfig
 
@@ -117,7 +117,7 @@ def update_readme(path: Path, params: Path, bench_dir: Path,
     text = replace_block(text, "tools", tools_table(tools_cfg))
     prepare = load_prepare(params)
     text = replace_block(text, "benchmarks", benchmark_table(bench_dir, tools_cfg, prepare))
-    reward_cfg = load_section(RewardTableConfig, "reward_table", params)
+    reward_cfg = TableSettings.load(params)
     text = replace_block(text, "reward_tables",
                          reward_table_stats(metrics_dir, reward_cfg.build, prepare.names))
     summary = Path("reports/summary.md")

@@ -71,6 +71,7 @@ class SettingData:
     table_stats: dict[str, Any]               # metrics/reward_tables/<r>/<b>.json
     test: SplitTable = field(repr=False)
     n_questions: int = 0                      # questions in the table, all splits
+    table_meta: dict[str, Any] = field(default_factory=dict, repr=False)  # the table's record
 
     @property
     def name(self) -> str:

@@ -1,4 +1,4 @@
-"""Reward tables: r(q, S) for every question and tool subset, built once, read by training."""
+"""Reward tables: r(q, S) for every question and tool subset, built once (`rewards.build`, which
+asks the reasoners), read by training and the report (`rewards.table`, which does not)."""
 
-from fgpo.rewards.table import (RewardTable, RewardTableConfig, build_table,  # noqa: F401
-                                load_reward_table, subset_evidence)
+from fgpo.rewards.table import RewardTable, RunData, load_reward_table  # noqa: F401

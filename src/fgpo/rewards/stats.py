@@ -51,7 +51,7 @@ def family_masks(table: RewardTable, fallback: int) -> dict[str, int]:
     return out
 
 
-def table_stats(table: RewardTable, group_size: int, n_options: np.ndarray | None = None
+def table_stats(table: RewardTable, group_size: int | None, n_options: np.ndarray | None = None
                 ) -> dict[str, Any]:
     """Baselines per split (best fixed subsets chosen on train), row structure, budget, and
     degeneracy flags (`table/warnings`, empty for a healthy table).
@@ -60,7 +60,8 @@ def table_stats(table: RewardTable, group_size: int, n_options: np.ndarray | Non
     question after seeing its answers. It includes lucky guesses of the no-evidence fallback,
     so it bounds any policy from above and is not a target. `{split}/family_best_fixed_accuracy`
     is the ceiling of a policy that only recognises the question type (one subset per family,
-    chosen on train). `n_options` (per row) adds `{split}/chance_accuracy`.
+    chosen on train). `n_options` (per row) adds `{split}/chance_accuracy`; `group_size` G adds
+    `table/uniform_zero_signal_frac` (None: left out, for the readers that need no G).
     """
     c, r, nt = table.correct, table.reward, table.n_tools
     full = len(nt) - 1
@@ -91,8 +92,11 @@ def table_stats(table: RewardTable, group_size: int, n_options: np.ndarray | Non
         "table/oracle_tools_per_question": float(np.mean(oracle_tools)),
         "table/constant_reward_row_frac": float(np.mean(np.ptp(r, axis=1) == 0)),
         "table/constant_correct_row_frac": float(np.mean(np.ptp(c, axis=1) == 0)),
-        "table/uniform_zero_signal_frac": float(uniform_zero_signal(r, group_size).mean()),
-        "table/group_size": group_size,
+    })
+    if group_size is not None:
+        stats["table/uniform_zero_signal_frac"] = float(uniform_zero_signal(r, group_size).mean())
+        stats["table/group_size"] = group_size
+    stats.update({
         "table/unparseable": int(table.meta.get("unparseable", 0)),
         "budget/table_cells": int(c.size),
         "budget/reasoner_calls": int(table.meta.get("reasoner_calls", c.size)),
@@ -158,9 +162,9 @@ def option_counts(questions: list) -> np.ndarray:
     return np.array([len(q.options) for q in questions], dtype=np.float64)
 
 
-def require_trainable(run_data: RunData, group_size: int, allow: bool, path: str
-                      ) -> dict[str, Any]:
-    """`table_stats` of a run's table; refuses a degenerate one unless `allow` (train, sweep)."""
-    stats = table_stats(run_data.table, group_size, option_counts(run_data.questions))
+def require_trainable(run_data: RunData, allow: bool, path: str) -> dict[str, Any]:
+    """`table_stats` of a run's table (no G: training reads only its baselines); refuses a
+    degenerate one unless `allow` (train, sweep)."""
+    stats = table_stats(run_data.table, None, option_counts(run_data.questions))
     require_healthy_table(stats, path, allow)
     return stats

@@ -26,7 +26,7 @@ from fgpo.report.summary import (ReportConfig, SettingData, SplitTable, family_a
                                  overall_numbers, render_summary, setting_numbers,
                                  settings_table, subset_choice, summary_metrics)
 from fgpo.rewards.data import table_path
-from fgpo.rewards.table import RewardTableConfig, load_reward_table
+from fgpo.rewards.table import TableSettings, load_reward_table
 from fgpo.seqio import atomic_write_text, read_parquet
 from fgpo.tools import ToolsConfig
 from fgpo.tracking.provenance import EXPERIMENT, file_md5, git_commit
@@ -64,25 +64,26 @@ def load_setting(reasoner: str, benchmark: str, tools_cfg: ToolsConfig, data: Pa
         test=SplitTable(families=table.families[test], correct=table.correct[test],
                        reward=table.reward[test], n_tools=table.n_tools,
                        best_fixed_mask=int(stats["table/best_fixed_mask"])),
-        n_questions=len(table.families))
+        n_questions=len(table.families), table_meta=table.meta)
 
 
-def what_ran(params: Path, questions: dict[str, int]) -> str:
-    """What the default pipeline ran, from params.yaml, set against what the paper ran.
-    `questions`: benchmark -> its number of questions (an imported one's is known from its
-    table, not from params)."""
+def what_ran(params: Path, settings: list[SettingData]) -> str:
+    """What the default pipeline ran, from params.yaml and the reward tables' own records (each
+    table's reasoner backend and tool cost), set against what the paper ran."""
     prepare = load_prepare(params)
     tools = load_section(ToolsConfig, "tools", params)
-    reward = load_section(RewardTableConfig, "reward_table", params)
     train = load_section(TrainConfig, "train", params)
-    backends = {reward.spec(r).backend for r in reward.build}
+    built = list(dict.fromkeys(s.reasoner for s in settings))
+    backends = {s.table_meta["spec"]["backend"] for s in settings}
+    tool_cost = settings[0].table_meta["tool_cost"]
+    questions = {s.benchmark: s.n_questions for s in settings}
     if backends == {"rule"}:
-        reasoners = (f"{len(reward.build)} embedded rule-based reasoner profiles "
-                     f"({', '.join(reward.build)}): deterministic programs that read the "
+        reasoners = (f"{len(built)} embedded rule-based reasoner profiles "
+                     f"({', '.join(built)}): deterministic programs that read the "
                      "evidence a prompt would carry and differ in strength; no LLM ran. The "
                      "paper used five frozen LLM reasoners")
     else:
-        reasoners = f"{len(reward.build)} reasoners ({', '.join(reward.build)})"
+        reasoners = f"{len(built)} reasoners ({', '.join(built)})"
     generated, imported = [], []
     for b, cfg in prepare.benchmarks.items():
         split = "/".join(f"{100 * x:.0f}" for x in cfg.split)
@@ -107,7 +108,7 @@ def what_ran(params: Path, questions: dict[str, int]) -> str:
         f"- **Reasoners**: {reasoners}.",
         *bench_lines,
         f"- **Tools**: K = {len(tools.names)} ({', '.join(tools.names)}), so 2^K = "
-        f"{2 ** len(tools.names)} subsets; reward = correct − {reward.tool_cost} × tools.",
+        f"{2 ** len(tools.names)} subsets; reward = correct − {tool_cost} × tools.",
         f"- **Policy**: `{p.kind}` on `{p.backbone}` + LoRA r = {p.lora_r} on "
         f"{', '.join(p.lora_target_modules)} of {layers}, `{p.head}` head; KL β = {train.beta} "
         f"to the `{p.reference}` reference. The paper trained LLM-sized policies on GPUs.",
@@ -163,7 +164,7 @@ def main(params: Path = DEFAULT_PARAMS, data: Path = Path("data"),
     after a `dvc repro` that found the report up to date, e.g. on a fresh clone)."""
     cfg = load_section(ReportConfig, "report", params)
     tools_cfg = load_section(ToolsConfig, "tools", params)
-    reasoners = load_section(RewardTableConfig, "reward_table", params).build
+    reasoners = TableSettings.load(params).build
     methods = load_section(TrainConfig, "train", params).methods
     if sorted(methods) != sorted(METHODS):
         raise InputError("the report compares fgpo with grpo: train.methods must list both",
@@ -190,8 +191,7 @@ def main(params: Path = DEFAULT_PARAMS, data: Path = Path("data"),
     figures.family_accuracy(fam, fig["Per-family test accuracy"])
     figures.subset_heatmaps(choices, tools_cfg.names, cfg.heatmap_reasoner,
                             fig["Subset choice per family"])
-    questions = {s.benchmark: s.n_questions for s in settings}
-    summary = render_summary(rows, overall, fam, what_ran(params, questions), FIGURES, cfg)
+    summary = render_summary(rows, overall, fam, what_ran(params, settings), FIGURES, cfg)
     atomic_write_text(summary, out / "summary.md")
     atomic_write_text(json.dumps(summary_metrics(rows, overall), indent=1) + "\n",
                       metrics / "summary.json")

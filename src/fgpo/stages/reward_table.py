@@ -9,7 +9,7 @@ from fgpo.config import DEFAULT_PARAMS, load_section
 from fgpo.errors import InputError
 from fgpo.question import load_questions
 from fgpo.rewards.data import benchmark_path, shard_path, table_path
-from fgpo.rewards.table import RewardTableConfig, build_table, merge_shards
+from fgpo.rewards.build import RewardTableConfig, build_table, merge_shards
 from fgpo.tools import ToolsConfig
 from fgpo.tools.outputs import load_tool_outputs
 

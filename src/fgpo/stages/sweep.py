@@ -16,7 +16,6 @@ from fgpo.config import DEFAULT_PARAMS, load_section
 from fgpo.errors import InputError
 from fgpo.rewards.data import load_run_data, table_path
 from fgpo.rewards.stats import require_trainable
-from fgpo.rewards.table import RewardTableConfig
 from fgpo.sweep.study import SweepConfig, best_of, best_path, resolve_storage, run_sweep, study_name
 from fgpo.tools import ToolsConfig
 from fgpo.train.config import METHODS, TrainConfig
@@ -46,8 +45,7 @@ def main(method: str, reasoner: str, benchmark: str, n_trials: int | None = None
     cfg.dimensions(method)  # validate the space before loading anything
     url = resolve_storage(storage, cfg)
     run_data = load_run_data(reasoner, benchmark, load_section(ToolsConfig, "tools", params), data)
-    require_trainable(run_data, load_section(RewardTableConfig, "reward_table", params).group_size,
-                      train_cfg.allow_degenerate_table,
+    require_trainable(run_data, train_cfg.allow_degenerate_table,
                       str(table_path(reasoner, benchmark, data / "reward_tables")))
     with sigterm_as_exit():
         study = run_sweep(method, reasoner, benchmark, train_cfg, cfg, run_data,

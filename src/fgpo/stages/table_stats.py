@@ -9,7 +9,7 @@ from typing import Any
 from fgpo.config import DEFAULT_PARAMS, load_section
 from fgpo.rewards.data import load_questions_and_table, stats_path
 from fgpo.rewards.stats import option_counts, table_stats
-from fgpo.rewards.table import RewardTableConfig
+from fgpo.rewards.table import TableSettings
 from fgpo.seqio import atomic_write_text
 from fgpo.tools import ToolsConfig
 
@@ -19,7 +19,7 @@ def main(reasoner: str, benchmark: str, params: Path = DEFAULT_PARAMS,
          ) -> dict[str, Any]:
     """Write metrics/reward_tables/<reasoner>/<benchmark>.json and return its numbers."""
     tools_cfg = load_section(ToolsConfig, "tools", params)
-    cfg = load_section(RewardTableConfig, "reward_table", params)
+    cfg = TableSettings.load(params)
     questions, table = load_questions_and_table(reasoner, benchmark, tools_cfg, data)
     result = table_stats(table, cfg.group_size, option_counts(questions))
     atomic_write_text(json.dumps(result, indent=1) + "\n", stats_path(reasoner, benchmark, metrics))

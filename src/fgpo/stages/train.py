@@ -29,7 +29,7 @@ from fgpo.config import DEFAULT_PARAMS, load_section
 from fgpo.errors import InputError
 from fgpo.rewards.data import load_run_data, table_path
 from fgpo.rewards.stats import require_trainable
-from fgpo.rewards.table import RewardTableConfig, RunData
+from fgpo.rewards.table import RunData
 from fgpo.seqio import atomic_write_parquet, atomic_write_text
 from fgpo.tools import ToolsConfig
 from fgpo.tracking.provenance import EXPERIMENT, file_md5, git_commit
@@ -125,8 +125,7 @@ def _main(reasoner: str, benchmark: str, methods: list[str] | None, params: Path
     configs = {m: method_config(base_cfg, m, reasoner, benchmark, params) for m in methods}
     for cfg, _ in configs.values():
         check_run_data(cfg, run_data)  # e.g. batch_size > the train split: before any run
-    group = load_section(RewardTableConfig, "reward_table", params).group_size
-    stats = require_trainable(run_data, group, base_cfg.allow_degenerate_table,  # before models
+    stats = require_trainable(run_data, base_cfg.allow_degenerate_table,  # before any model
                               str(table_file))
     baselines = {f"baseline/{k}": v for k, v in stats.items()
                  if k.startswith("test/") and isinstance(v, float)}
