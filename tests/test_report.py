@@ -12,7 +12,8 @@ import pandas as pd
 import pytest
 
 from fgpo.report import figures
-from fgpo.report.summary import (ReportConfig, SettingData, SplitTable, budget_to_target,
+from fgpo.report.config import ReportConfig
+from fgpo.report.summary import (SettingData, SplitTable, budget_to_target,
                                  family_accuracy, mean_curve, oracle_tools, outcome,
                                  overall_numbers, render_summary, sections, setting_numbers,
                                  settings_table, subset_choice, subset_label)

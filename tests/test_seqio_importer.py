@@ -352,7 +352,7 @@ def test_load_section_invalid_value_names_file(tmp_path: Path) -> None:
 def test_config_errors_name_the_params_file_actually_read(tmp_path: Path) -> None:
     """Issue 10, item 11: errors said "file params.yaml" whatever --params named."""
     from fgpo.benchmarks.config import load_prepare
-    from fgpo.report.summary import ReportConfig
+    from fgpo.report.config import ReportConfig
     from fgpo.train.config import TrainConfig
 
     p = tmp_path / "other.yaml"

@@ -115,7 +115,7 @@ def train(reasoner: str = typer.Argument(...), benchmark: str = typer.Argument(.
 
 
 @app.command()
-def sweep(method: str = typer.Option(..., help="fgpo | grpo"),
+def sweep(method: str = typer.Option(..., help="an estimator (`fgpo list-methods`)"),
           reasoner: str = typer.Option(...), benchmark: str = typer.Option(...),
           n_trials: Optional[int] = typer.Option(None, help="trials for this worker "
                                                  "(default sweep.n_trials)"),
@@ -152,6 +152,18 @@ def sweep(method: str = typer.Option(..., help="fgpo | grpo"),
         overrides = " ".join(f"-S 'train.{k}={value(k, v)}'"
                              for k, v in sorted(best["params"].items()))
         typer.echo(f"train with them: dvc exp run {overrides}")
+
+
+@app.command("list-methods")
+def list_methods() -> None:
+    """Registered estimators (train.methods, `fgpo sweep --method`) and their settings."""
+    from dataclasses import fields
+
+    from fgpo.train.estimators import ESTIMATORS
+    for name, est in ESTIMATORS.items():
+        settings = ", ".join(f"{f.name}={f.default!r}" for f in fields(est.Config))
+        typer.echo(f"{name:12s} {(est.__doc__ or '').strip().splitlines()[0]}"
+                   f"  [train.{name}: {settings or 'no settings'}]")
 
 
 @app.command("list-tools")

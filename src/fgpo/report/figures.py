@@ -11,10 +11,19 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from fgpo.report.summary import SettingData, mean_curve, subset_label  # noqa: E402
-from fgpo.train.config import METHODS  # noqa: E402
+from fgpo.report.config import EXACT, SAMPLED  # noqa: E402
+from fgpo.report.summary import (SettingData, family_methods, mean_curve,  # noqa: E402
+                                 subset_label)
 
-STYLE = {"fgpo": {"ls": "-", "marker": "o"}, "grpo": {"ls": "--", "marker": "s"}}
+STYLE = {EXACT: {"ls": "-", "marker": "o"}, SAMPLED: {"ls": "--", "marker": "s"}}
+OTHER_STYLES = [{"ls": "-.", "marker": "^"}, {"ls": ":", "marker": "v"},
+                {"ls": (0, (5, 1, 1, 1)), "marker": "D"}, {"ls": (0, (1, 2)), "marker": "x"}]
+
+
+def style(m: str, methods: list[str]) -> dict:
+    """The headline pair's fixed line styles; every other method one of its own."""
+    others = [x for x in methods if x not in STYLE]
+    return STYLE.get(m) or OTHER_STYLES[others.index(m) % len(OTHER_STYLES)]
 
 
 def _save(fig: plt.Figure, path: Path) -> Path:
@@ -54,14 +63,14 @@ def accuracy_vs_evals(settings: list[SettingData], path: Path) -> Path:
     fig, ax = _panels(benchmarks)
     for s in settings:
         n_sub = s.test.correct.shape[1]
-        for m in METHODS:
+        for m in s.methods:
             c = mean_curve(s.curves[m]).dropna(subset=["val_accuracy"])
-            x = c["train_questions_seen"] * n_sub if m == "fgpo" else c["train_reward_evals"]
+            x = c["train_questions_seen"] * n_sub if m == EXACT else c["train_reward_evals"]
             ax[s.benchmark].plot(x, c["val_accuracy"], color=colors[s.reasoner], ms=3,
-                                 label=f"{s.reasoner} {m.upper()}", **STYLE[m])
-        ax[s.benchmark].axvline(s.metrics["fgpo"]["budget/table_cells_train"], color="grey",
+                                 label=f"{s.reasoner} {m.upper()}", **style(m, s.methods))
+        ax[s.benchmark].axvline(s.metrics[EXACT]["budget/table_cells_train"], color="grey",
                                 ls=":", lw=1)
-    right = 2 * max(s.metrics["fgpo"]["budget/table_cells_train"] for s in settings)
+    right = 2 * max(s.metrics[EXACT]["budget/table_cells_train"] for s in settings)
     for b, a in ax.items():
         a.set(title=b, xlabel="reward evaluations (linear to 1000, then log)",
               ylabel="validation accuracy")
@@ -81,11 +90,11 @@ def zero_signal_vs_step(settings: list[SettingData], path: Path, smooth: int = 5
     colors = dict(zip(reasoners, plt.cm.tab10.colors))
     fig, ax = _panels(benchmarks)
     for s in settings:
-        for m in METHODS:
+        for m in s.methods:
             c = mean_curve(s.curves[m]).dropna(subset=["train_zero_signal_frac"])
             y = c["train_zero_signal_frac"].rolling(smooth, min_periods=1).mean()
             ax[s.benchmark].plot(c["step"], y, color=colors[s.reasoner], lw=1.2,
-                                 ls=STYLE[m]["ls"], label=f"{s.reasoner} {m.upper()}")
+                                 ls=style(m, s.methods)["ls"], label=f"{s.reasoner} {m.upper()}")
     for b, a in ax.items():
         uniform = np.mean([s.table_stats["table/uniform_zero_signal_frac"] for s in settings
                            if s.benchmark == b])
@@ -99,8 +108,8 @@ def zero_signal_vs_step(settings: list[SettingData], path: Path, smooth: int = 5
 
 def family_accuracy(fam: pd.DataFrame, path: Path) -> Path:
     """Per-family test accuracy bars (mean over reasoners), one panel per benchmark."""
-    cols = {"fgpo": "FGPO", "grpo": "GRPO", "no_tools": "no tools", "best_fixed": "best fixed",
-            "oracle": "oracle"}
+    cols = {**{m: m.upper() for m in family_methods(fam)}, "no_tools": "no tools",
+            "best_fixed": "best fixed", "oracle": "oracle"}
     mean = fam.groupby(["benchmark", "family"], sort=True)[list(cols)].mean().reset_index()
     benchmarks = sorted(mean.benchmark.unique())
     fig, ax = _panels(benchmarks, height=3.8)
@@ -124,10 +133,11 @@ def subset_heatmaps(choices: dict[str, dict[str, pd.DataFrame]], tool_names: lis
                     reasoner: str, path: Path) -> Path:
     """Family x subset share of greedy test choices: a row per benchmark, a column per method."""
     benchmarks = sorted(choices)
-    fig, axes = plt.subplots(len(benchmarks), len(METHODS), squeeze=False,
-                             figsize=(6.2 * len(METHODS), 2.9 * len(benchmarks)))
+    methods = list(choices[benchmarks[0]]) if benchmarks else []
+    fig, axes = plt.subplots(len(benchmarks), len(methods), squeeze=False,
+                             figsize=(6.2 * len(methods), 2.9 * len(benchmarks)))
     for i, b in enumerate(benchmarks):
-        for j, m in enumerate(METHODS):
+        for j, m in enumerate(methods):
             share, a = choices[b][m], axes[i][j]
             a.imshow(share.to_numpy(), cmap="viridis", vmin=0, vmax=1, aspect="auto")
             a.set_xticks(range(share.shape[1]),

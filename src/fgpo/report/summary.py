@@ -14,38 +14,11 @@ import numpy as np
 import pandas as pd
 
 from fgpo.errors import InputError
+from fgpo.report.config import EXACT, SAMPLED, ReportConfig
 from fgpo.tools.subsets import subset_tools
-from fgpo.train.config import METHODS
 
 CURVE_COLUMNS = ["val_accuracy", "train_reward_evals", "train_reward_evals_unique",
                  "train_questions_seen", "train_zero_signal_frac"]
-
-
-@dataclass
-class ReportConfig:
-    """`report:` section of params.yaml."""
-
-    tie_margin: float = 0.005
-    """A setting is a tie when |FGPO - GRPO| test accuracy is at most this, or at most the
-    seeds' combined spread sqrt(std_F^2 + std_G^2). 0.005 is about one question of a 240-question
-    test split: a difference of one question is not called a win."""
-    zero_signal_window: int = 10
-    """GRPO's observed zero-signal fraction is reported as the mean over the first and the last
-    this-many optimiser steps (the paper's "before vs after training")."""
-    heatmap_reasoner: str = "careful_expert"
-    """Reasoner whose greedy test-set subset choices the family x subset heat maps show."""
-    heatmap_top_subsets: int = 12
-    """Columns of a heat map: the subsets either method chose most often (>= 1)."""
-    mlflow_ui: str = "http://127.0.0.1:5000"
-    """Base URL of the MLflow UI (`make ui`) that `reports/mlflow_runs.md` links into."""
-
-    def __post_init__(self) -> None:
-        if self.tie_margin < 0:
-            raise InputError("tie_margin must be >= 0",
-                             field="report.tie_margin")
-        if self.zero_signal_window < 1 or self.heatmap_top_subsets < 1:
-            raise InputError("zero_signal_window and heatmap_top_subsets must be >= 1",
-                             field="report")
 
 
 @dataclass
@@ -66,6 +39,7 @@ class SettingData:
     reasoner: str
     benchmark: str
     metrics: dict[str, dict[str, Any]]        # method -> metrics/train/<r>/<b>/<m>.json
+    # (every dict is keyed by train.methods, in that order; EXACT and SAMPLED among them)
     curves: dict[str, pd.DataFrame]           # method -> plots/train/<r>/<b>/<m>.csv
     selections: dict[str, pd.DataFrame]       # method -> data/selections/<r>/<b>/<m>.parquet
     table_stats: dict[str, Any]               # metrics/reward_tables/<r>/<b>.json
@@ -76,6 +50,15 @@ class SettingData:
     @property
     def name(self) -> str:
         return f"{self.reasoner}/{self.benchmark}"
+
+    @property
+    def methods(self) -> list[str]:
+        return list(self.metrics)
+
+
+def row_methods(row: dict[str, Any]) -> list[str]:
+    """The methods a `setting_numbers` row holds, in their order."""
+    return [k.split("/")[0] for k in row if k.endswith("/seeds")]
 
 
 # ---- curves and budgets ---------------------------------------------------------------------
@@ -119,11 +102,11 @@ def oracle_tools(reward: np.ndarray, n_tools: np.ndarray) -> float:
 
 def setting_numbers(s: SettingData, cfg: ReportConfig) -> dict[str, Any]:
     """Every number the report shows for one setting, under slash-namespaced keys."""
-    f, g = s.metrics["fgpo"], s.metrics["grpo"]
+    f, g = s.metrics[EXACT], s.metrics[SAMPLED]
     n_sub = s.test.correct.shape[1]
     out: dict[str, Any] = {"reasoner": s.reasoner, "benchmark": s.benchmark}
-    # ---- accuracy and baselines (test split) ----
-    for m, met in (("fgpo", f), ("grpo", g)):
+    # ---- accuracy and baselines (test split), every method ----
+    for m, met in s.metrics.items():
         out[f"{m}/test/accuracy"] = met["test/accuracy"]
         out[f"{m}/test/accuracy_std"] = met.get("test/accuracy_std", 0.0)
         out[f"{m}/test/tools_per_question"] = met["test/tools_per_question"]
@@ -138,7 +121,7 @@ def setting_numbers(s: SettingData, cfg: ReportConfig) -> dict[str, Any]:
     out["baseline/best_fixed_tools"] = int(s.test.n_tools[s.test.best_fixed_mask])
     out["baseline/oracle_tools_per_question"] = oracle_tools(s.test.reward, s.test.n_tools)
     # ---- reward-evaluation budgets: to the end and to a common validation accuracy ----
-    cf, cg = mean_curve(s.curves["fgpo"]), mean_curve(s.curves["grpo"])
+    cf, cg = mean_curve(s.curves[EXACT]), mean_curve(s.curves[SAMPLED])
     table_cells = float(f["budget/table_cells_train"])
     out["budget/fgpo_table_cells"] = table_cells
     out["budget/fgpo_rows_seen_cells"] = float(cf["train_questions_seen"].iloc[-1]) * n_sub
@@ -206,7 +189,7 @@ def overall_numbers(rows: list[dict[str, Any]]) -> dict[str, Any]:
         out[f"mean/{key}"] = float(np.mean([r[key] for r in rows]))
     for b in sorted({r["benchmark"] for r in rows}):
         sub = [r for r in rows if r["benchmark"] == b]
-        for key in ("fgpo/test/tools_per_question", "grpo/test/tools_per_question",
+        for key in (*[f"{m}/test/tools_per_question" for m in row_methods(rows[0])],
                     "baseline/best_fixed_tools", "baseline/oracle_tools_per_question",
                     "diff/test/accuracy"):
             out[f"{b}/{key}"] = float(np.mean([r[key] for r in sub]))
@@ -216,19 +199,28 @@ def overall_numbers(rows: list[dict[str, Any]]) -> dict[str, Any]:
 # ---- per family and per subset --------------------------------------------------------------
 
 def family_accuracy(s: SettingData) -> pd.DataFrame:
-    """Test accuracy per family: both methods (mean over seeds) and the table's baselines."""
+    """Test accuracy per family: every method (mean over seeds) and the table's baselines."""
     t = s.test
     base = pd.DataFrame({
         "family": t.families, "no_tools": t.correct[:, 0], "all_tools": t.correct[:, -1],
         "best_fixed": t.correct[:, t.best_fixed_mask], "oracle": t.correct.max(1)})
     out = base.groupby("family", sort=True).mean()
-    for m in METHODS:
+    for m in s.methods:
         out[m] = s.selections[m].groupby("family")["correct"].mean()
     out = out.reset_index()
     out.insert(0, "benchmark", s.benchmark)
     out.insert(0, "reasoner", s.reasoner)
-    return out[["reasoner", "benchmark", "family", "fgpo", "grpo", "no_tools", "all_tools",
-                "best_fixed", "oracle"]]
+    return out[["reasoner", "benchmark", "family", *s.methods, *BASELINES]]
+
+
+BASELINES = ["no_tools", "all_tools", "best_fixed", "oracle"]
+"""The per-family columns read from the table (after the methods' own)."""
+
+
+def family_methods(fam: pd.DataFrame) -> list[str]:
+    """The method columns of a `family_accuracy` frame, in order."""
+    cols = list(fam.columns)
+    return cols[cols.index("family") + 1:cols.index(BASELINES[0])]
 
 
 def subset_label(mask: int, tool_names: list[str]) -> str:
@@ -239,12 +231,12 @@ def subset_label(mask: int, tool_names: list[str]) -> str:
 
 def subset_choice(s: SettingData, top: int) -> dict[str, pd.DataFrame]:
     """Per method, the share of each family's test questions whose greedy subset is each of
-    the `top` subsets chosen most often by either method (rows: family; columns: mask)."""
-    both = pd.concat([s.selections[m] for m in METHODS])
+    the `top` subsets chosen most often by any method (rows: family; columns: mask)."""
+    both = pd.concat([s.selections[m] for m in s.methods])
     masks = both["mask"].value_counts().sort_index(kind="stable")
     masks = masks.sort_values(ascending=False, kind="stable").index[:top].tolist()
     out = {}
-    for m in METHODS:
+    for m in s.methods:
         sel = s.selections[m]
         share = pd.crosstab(sel["family"], sel["mask"], normalize="index")
         out[m] = share.reindex(columns=masks, fill_value=0.0).sort_index()
@@ -261,18 +253,24 @@ def _n(x: float | None, fmt: str = ",.0f") -> str:
     return "—" if x is None else format(x, fmt)
 
 
+def _heads(methods: list[str]) -> str:
+    return " | ".join(m.upper() for m in methods)
+
+
 def settings_table(rows: list[dict[str, Any]], links: dict[str, str] | None = None) -> str:
-    """The 15-setting table: test accuracy of both methods, difference, table baselines."""
-    head = ("| reasoner | benchmark | FGPO | GRPO | FGPO − GRPO | outcome | no tools | all tools"
-            " | random | best fixed | oracle |")
-    sep = "|---|---|---:|---:|---:|---|---:|---:|---:|---:|---:|"
+    """The 15-setting table: test accuracy of every method, the headline difference, table
+    baselines."""
+    methods = row_methods(rows[0]) if rows else [EXACT, SAMPLED]
+    head = (f"| reasoner | benchmark | {_heads(methods)} | {EXACT.upper()} − {SAMPLED.upper()} "
+            "| outcome | no tools | all tools | random | best fixed | oracle |")
+    sep = f"|---|---|{'---:|' * len(methods)}---:|---|---:|---:|---:|---:|---:|"
     if links is not None:
         head, sep = head + " MLflow |", sep + "---|"
     lines = [head, sep]
     for r in rows:
-        line = (f"| {r['reasoner']} | {r['benchmark']} | "
-                f"{_pm(r['fgpo/test/accuracy'], r['fgpo/test/accuracy_std'], r['fgpo/seeds'])} | "
-                f"{_pm(r['grpo/test/accuracy'], r['grpo/test/accuracy_std'], r['grpo/seeds'])} | "
+        line = (f"| {r['reasoner']} | {r['benchmark']} | " + "".join(
+                    f"{_pm(r[f'{m}/test/accuracy'], r[f'{m}/test/accuracy_std'], r[f'{m}/seeds'])} | "
+                    for m in methods) +
                 f"{100 * r['diff/test/accuracy']:+.1f} pt | {r['outcome']} | " + " | ".join(
                     f"{r[f'baseline/test/{b}_accuracy']:.3f}"
                     for b in ("no_tools", "all_tools", "random", "best_fixed", "oracle")) + " |")
@@ -313,17 +311,17 @@ def budget_table(rows: list[dict[str, Any]]) -> str:
 
 def tools_table(rows: list[dict[str, Any]], overall: dict[str, Any]) -> str:
     """Tools invoked per test question (greedy subset) against the table's references."""
-    lines = ["| reasoner | benchmark | FGPO | GRPO | best fixed subset | oracle |",
-             "|---|---|---:|---:|---:|---:|"]
+    methods = row_methods(rows[0]) if rows else [EXACT, SAMPLED]
+    lines = [f"| reasoner | benchmark | {_heads(methods)} | best fixed subset | oracle |",
+             f"|---|---|{'---:|' * len(methods)}---:|---:|"]
     for r in rows:
-        lines.append(f"| {r['reasoner']} | {r['benchmark']} | "
-                     f"{r['fgpo/test/tools_per_question']:.2f} | "
-                     f"{r['grpo/test/tools_per_question']:.2f} | "
+        lines.append(f"| {r['reasoner']} | {r['benchmark']} | " + "".join(
+                     f"{r[f'{m}/test/tools_per_question']:.2f} | " for m in methods) +
                      f"{r['baseline/best_fixed_tools']} | "
                      f"{r['baseline/oracle_tools_per_question']:.2f} |")
     for b in sorted({r["benchmark"] for r in rows}):
-        lines.append(f"| **mean** | **{b}** | {overall[f'{b}/fgpo/test/tools_per_question']:.2f} | "
-                     f"{overall[f'{b}/grpo/test/tools_per_question']:.2f} | "
+        lines.append(f"| **mean** | **{b}** | " + "".join(
+                     f"{overall[f'{b}/{m}/test/tools_per_question']:.2f} | " for m in methods) +
                      f"{overall[f'{b}/baseline/best_fixed_tools']:.2f} | "
                      f"{overall[f'{b}/baseline/oracle_tools_per_question']:.2f} |")
     return "\n".join(lines)
@@ -346,10 +344,11 @@ def zero_signal_table(rows: list[dict[str, Any]], overall: dict[str, Any]) -> st
 
 def family_table(fam: pd.DataFrame) -> str:
     """Per-family test accuracy, averaged over reasoners."""
-    cols = ["fgpo", "grpo", "no_tools", "all_tools", "best_fixed", "oracle"]
+    methods = family_methods(fam)
+    cols = [*methods, *BASELINES]
     mean = fam.groupby(["benchmark", "family"], sort=True)[cols].mean().reset_index()
-    lines = ["| benchmark | family | FGPO | GRPO | no tools | all tools | best fixed | oracle |",
-             "|---|---|---:|---:|---:|---:|---:|---:|"]
+    lines = [f"| benchmark | family | {_heads(methods)} | no tools | all tools | best fixed | "
+             "oracle |", f"|---|---|{'---:|' * len(methods)}---:|---:|---:|---:|"]
     for _, r in mean.iterrows():
         lines.append(f"| {r.benchmark} | {r.family} | " + " | ".join(
             f"{r[c]:.3f}" for c in cols) + " |")

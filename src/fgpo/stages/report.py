@@ -19,18 +19,18 @@ import pandas as pd
 
 from fgpo.benchmarks import evidence
 from fgpo.benchmarks.config import ImportConfig, load_prepare
-from fgpo.config import DEFAULT_PARAMS, load_section
+from fgpo.config import DEFAULT_PARAMS, load_section, read_params
 from fgpo.errors import InputError
 from fgpo.report import figures
-from fgpo.report.summary import (ReportConfig, SettingData, SplitTable, family_accuracy,
-                                 overall_numbers, render_summary, setting_numbers,
-                                 settings_table, subset_choice, summary_metrics)
+from fgpo.report.config import ReportConfig, read_methods
+from fgpo.report.summary import (SettingData, SplitTable, family_accuracy, overall_numbers,
+                                 render_summary, setting_numbers, settings_table, subset_choice,
+                                 summary_metrics)
 from fgpo.rewards.data import table_path
 from fgpo.rewards.table import TableSettings, load_reward_table
 from fgpo.seqio import atomic_write_text, read_parquet
 from fgpo.tools import ToolsConfig
 from fgpo.tracking.provenance import EXPERIMENT, file_md5, git_commit
-from fgpo.train.config import METHODS, TrainConfig
 
 FIGURES = {"Validation accuracy vs reward evaluations": "figures/accuracy_vs_reward_evals.png",
            "Zero-signal fraction vs step": "figures/zero_signal_vs_step.png",
@@ -46,20 +46,20 @@ def _read(path: Path, what: str) -> Any:
     return pd.read_csv(path) if path.suffix == ".csv" else read_parquet(path, rebuild="`dvc repro`")
 
 
-def load_setting(reasoner: str, benchmark: str, tools_cfg: ToolsConfig, data: Path,
-                 metrics: Path, plots: Path) -> SettingData:
-    """One setting's train outputs (both methods) and the test split of its reward table."""
+def load_setting(reasoner: str, benchmark: str, methods: list[str], tools_cfg: ToolsConfig,
+                 data: Path, metrics: Path, plots: Path) -> SettingData:
+    """One setting's train outputs (every method) and the test split of its reward table."""
     table = load_reward_table(table_path(reasoner, benchmark, data / "reward_tables"), tools_cfg)
     stats = _read(metrics / "reward_tables" / reasoner / f"{benchmark}.json", "table stats")
     test = table.split("test")
     return SettingData(
         reasoner=reasoner, benchmark=benchmark,
         metrics={m: _read(metrics / "train" / reasoner / benchmark / f"{m}.json",
-                          "train metrics") for m in METHODS},
+                          "train metrics") for m in methods},
         curves={m: _read(plots / "train" / reasoner / benchmark / f"{m}.csv", "train curve")
-                for m in METHODS},
+                for m in methods},
         selections={m: _read(data / "selections" / reasoner / benchmark / f"{m}.parquet",
-                             "test selections") for m in METHODS},
+                             "test selections") for m in methods},
         table_stats=stats,
         test=SplitTable(families=table.families[test], correct=table.correct[test],
                        reward=table.reward[test], n_tools=table.n_tools,
@@ -72,7 +72,7 @@ def what_ran(params: Path, settings: list[SettingData]) -> str:
     table's reasoner backend and tool cost), set against what the paper ran."""
     prepare = load_prepare(params)
     tools = load_section(ToolsConfig, "tools", params)
-    train = load_section(TrainConfig, "train", params)
+    train = read_params(params).get("train") or {}  # as declared (the train stage checked it)
     built = list(dict.fromkeys(s.reasoner for s in settings))
     backends = {s.table_meta["spec"]["backend"] for s in settings}
     tool_cost = settings[0].table_meta["tool_cost"]
@@ -102,24 +102,32 @@ def what_ran(params: Path, settings: list[SettingData]) -> str:
     if imported:
         bench_lines.append(f"- **Imported collections** (real labelled sequences, yes/no "
                            f"questions): {', '.join(imported)}.")
-    p = train.policy
-    layers = f"layers {p.lora_layers}" if p.lora_layers else "all layers"
+    p, grpo = train.get("policy") or {}, train.get("grpo") or {}
+    layers = f"layers {p['lora_layers']}" if p.get("lora_layers", []) else "all layers"
     return "\n".join([
         f"- **Reasoners**: {reasoners}.",
         *bench_lines,
         f"- **Tools**: K = {len(tools.names)} ({', '.join(tools.names)}), so 2^K = "
         f"{2 ** len(tools.names)} subsets; reward = correct − {tool_cost} × tools.",
-        f"- **Policy**: `{p.kind}` on `{p.backbone}` + LoRA r = {p.lora_r} on "
-        f"{', '.join(p.lora_target_modules)} of {layers}, `{p.head}` head; KL β = {train.beta} "
-        f"to the `{p.reference}` reference. The paper trained LLM-sized policies on GPUs.",
-        f"- **Training**: {train.steps} optimiser steps of {train.batch_size} questions for both "
-        f"methods, seeds {train.seeds}; GRPO with G = {train.grpo.group_size}, μ = "
-        f"{train.grpo.inner_epochs}, clip {train.grpo.clip_eps}. Both read the same reward table; "
-        "GRPO's lookups are counted as the reasoner calls an on-demand schedule makes.",
+        f"- **Policy**: `{_get(p, 'kind')}` on `{_get(p, 'backbone')}` + LoRA r = "
+        f"{_get(p, 'lora_r')} on {', '.join(_get(p, 'lora_target_modules', []))} of {layers}, "
+        f"`{_get(p, 'head')}` head; KL β = {_get(train, 'beta')} to the `{_get(p, 'reference')}` "
+        "reference. The paper trained LLM-sized policies on GPUs.",
+        f"- **Training**: {_get(train, 'steps')} optimiser steps of {_get(train, 'batch_size')} "
+        f"questions for both methods, seeds {_get(train, 'seeds')}; GRPO with G = "
+        f"{_get(grpo, 'group_size')}, μ = {_get(grpo, 'inner_epochs')}, clip "
+        f"{_get(grpo, 'clip_eps')}. Both read the same reward table; GRPO's lookups are counted "
+        "as the reasoner calls an on-demand schedule makes.",
     ])
 
 
-def mlflow_links(rows: list[dict[str, Any]], cfg: ReportConfig,
+def _get(section: dict[str, Any], key: str, default: Any = "(default)") -> Any:
+    """A declared training setting; one left to its default is shown as such (the report
+    imports no training code, so it does not know the defaults)."""
+    return section.get(key, default)
+
+
+def mlflow_links(rows: list[dict[str, Any]], methods: list[str], cfg: ReportConfig,
                  table_md5: dict[str, str]) -> tuple[dict[str, str], str]:
     """Per setting, markdown links to its runs in the MLflow UI, from the local store."""
     from fgpo.redact import redact_text, redact_url
@@ -138,10 +146,10 @@ def mlflow_links(rows: list[dict[str, Any]], cfg: ReportConfig,
             ids = {m: latest_finished_runs(client, exp.experiment_id,
                                            {"method": m, "setting": setting,
                                             "table_md5": table_md5[setting]})
-                   for m in METHODS}
+                   for m in methods}
             parts = [f"[{m.upper()} s{i}]({ui}/#/experiments/{exp.experiment_id}/runs/{rid})"
-                     for m in METHODS for i, rid in enumerate(ids[m])]
-            every = [rid for m in METHODS for rid in ids[m]]
+                     for m in methods for i, rid in enumerate(ids[m])]
+            every = [rid for m in methods for rid in ids[m]]
             if every:
                 q = quote(json.dumps(every, separators=(",", ":")))
                 e = quote(json.dumps([exp.experiment_id]))
@@ -165,16 +173,13 @@ def main(params: Path = DEFAULT_PARAMS, data: Path = Path("data"),
     cfg = load_section(ReportConfig, "report", params)
     tools_cfg = load_section(ToolsConfig, "tools", params)
     reasoners = TableSettings.load(params).build
-    methods = load_section(TrainConfig, "train", params).methods
-    if sorted(methods) != sorted(METHODS):
-        raise InputError("the report compares fgpo with grpo: train.methods must list both",
-                         file=str(params), field="train.methods")
+    methods = read_methods(params)
     if cfg.heatmap_reasoner not in reasoners:
         raise InputError(f"heatmap_reasoner {cfg.heatmap_reasoner!r} is not in "
                          f"reward_table.build {reasoners}", file=str(params),
                          field="report.heatmap_reasoner")
     benchmarks = load_prepare(params).names
-    settings = [load_setting(r, b, tools_cfg, data, metrics, plots)
+    settings = [load_setting(r, b, methods, tools_cfg, data, metrics, plots)
                 for r in reasoners for b in benchmarks]
     rows = [setting_numbers(s, cfg) for s in settings]
     overall = overall_numbers(rows)
@@ -206,7 +211,7 @@ def write_links(settings: list[SettingData], rows: list[dict[str, Any]], cfg: Re
     """reports/mlflow_runs.md: the settings table, each row linked to its runs. True if any."""
     md5 = {s.name: file_md5(table_path(s.reasoner, s.benchmark, data / "reward_tables"))
            for s in settings}
-    links, where = mlflow_links(rows, cfg, md5)
+    links, where = mlflow_links(rows, settings[0].methods if settings else [], cfg, md5)
     atomic_write_text("# MLflow runs of the comparison report\n\n" + where + "\n\n"
                       + settings_table(rows, links) + "\n", out / "mlflow_runs.md")
     return bool(links)

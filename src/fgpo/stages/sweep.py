@@ -18,7 +18,8 @@ from fgpo.rewards.data import load_run_data, table_path
 from fgpo.rewards.stats import require_trainable
 from fgpo.sweep.study import SweepConfig, best_of, best_path, resolve_storage, run_sweep, study_name
 from fgpo.tools import ToolsConfig
-from fgpo.train.config import METHODS, TrainConfig
+from fgpo.train.config import TrainConfig
+from fgpo.train.estimators import ESTIMATORS
 from fgpo.train.overrides import record_best
 
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
@@ -30,8 +31,8 @@ def main(method: str, reasoner: str, benchmark: str, n_trials: int | None = None
          ) -> optuna.Study:
     from fgpo.tracking import sigterm_as_exit
 
-    if method not in METHODS:
-        raise InputError(f"unknown method {method!r}; choose from {list(METHODS)}",
+    if method not in ESTIMATORS:
+        raise InputError(f"unknown method {method!r}; choose from {list(ESTIMATORS)}",
                          field="--method")
     canonical = study_name(method, reasoner, benchmark)
     name = name or canonical

@@ -12,13 +12,15 @@ import optuna
 
 from fgpo.errors import InputError
 from fgpo.train.config import TrainConfig
+from fgpo.train.estimators import ESTIMATORS
 
 KINDS = ("float", "int", "categorical")
 
 
 @dataclass
 class Dimension:
-    """One hyperparameter: a dotted TrainConfig path (e.g. policy.lora_r, grpo.clip_eps)."""
+    """One hyperparameter: a dotted TrainConfig path (e.g. policy.lora_r, grpo.clip_eps); a path
+    under an estimator's own section (`<name>.`) is searched only in that estimator's studies."""
 
     name: str
     type: str
@@ -35,9 +37,9 @@ class Dimension:
         return trial.suggest_categorical(self.name, self.choices)
 
     def method(self) -> str | None:
-        """'fgpo' / 'grpo' for method-specific settings, None for shared ones."""
+        """The estimator a method-specific setting belongs to, None for shared ones."""
         head = self.name.split(".")[0]
-        return head if head in ("fgpo", "grpo") else None
+        return head if head in ESTIMATORS else None
 
 
 def _field_type(path: str) -> Any:

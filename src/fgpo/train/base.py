@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 import torch
 
@@ -32,6 +32,11 @@ class Batch:
 class Estimator(Protocol):
     """Built once per run as `Estimator(cfg, rewards [N, 2^K], n_train, generator)`; the
     generator is the estimator's own randomness (e.g. GRPO's draws), checkpointed by the loop."""
+
+    name: ClassVar[str]
+    """Its name in `train.methods`, the registry, metrics paths and MLflow tags."""
+    Config: ClassVar[type]
+    """Its settings: a dataclass loaded from `train.<name>:` (validated in __post_init__)."""
 
     def __init__(self, cfg: TrainConfig, rewards: torch.Tensor, n_train: int,
                  generator: torch.Generator) -> None: ...

@@ -1,43 +1,28 @@
-"""`train:` section of params.yaml: one config for both estimators, so that FGPO and GRPO
-differ in nothing but the estimator (same policy, optimiser, schedule, steps, table)."""
+"""`train:` section of params.yaml: one config for every estimator, so that the methods differ
+in nothing but the estimator (same policy, optimiser, schedule, steps, table).
+
+The shared settings are `TrainSettings`; `TrainConfig` adds one sub-section per registered
+estimator (`train.<name>:`, that estimator's own `Config` dataclass), derived from the registry
+(fgpo.train.estimators), so an estimator's settings are declared once, in its module."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, make_dataclass
 
 import torch
 
 from fgpo.config import check_number
 from fgpo.errors import InputError
 from fgpo.policy.base import PolicyConfig
-
-METHODS = ("fgpo", "grpo")
-
-
-@dataclass
-class FGPOConfig:
-    normalize_std: bool = False
-    """Divide the exact advantage by the exact std of r under pi. Default off: the exact
-    advantage already has the right scale, and std normalisation re-weights questions by
-    1/spread, up-weighting near-constant rows (the bias Dr. GRPO, Liu et al. 2025, removes)."""
+from fgpo.train.estimators import ESTIMATORS
 
 
 @dataclass
-class GRPOConfig:
-    group_size: int = 8
-    """G, subsets sampled per question (DeepSeekMath GRPO; the paper's G)."""
-    clip_eps: float = 0.2
-    """PPO clip range on the subset-level ratio (Schulman et al. 2017)."""
-    inner_epochs: int = 2
-    """mu: optimiser steps per sampled batch (the PPO/GRPO inner loop)."""
-    temperature: float = 1.0
-    """Sampling temperature; pi_theta and pi_old are compared at the same temperature."""
+class TrainSettings:
+    """The settings every estimator shares (`TrainConfig` adds each estimator's own)."""
 
-
-@dataclass
-class TrainConfig:
-    methods: list[str] = field(default_factory=lambda: list(METHODS))
-    """Estimators the `train` stage runs: fgpo | grpo."""
+    methods: list[str] = field(default_factory=lambda: list(ESTIMATORS))
+    """Estimators the `train` stage runs: names in the registry (`fgpo list-methods`)."""
     seeds: list[int] = field(default_factory=lambda: [0])
     """One run per seed; metrics report the mean and spread over seeds."""
     steps: int = 60
@@ -61,6 +46,11 @@ class TrainConfig:
     """Exact entropy bonus (FGPO only: GRPO as published has none)."""
     eps: float = 1.0e-6
     """Added to std in advantage normalisation."""
+    zero_signal_group_size: int = 8
+    """G of the exact zero-signal metric logged for every method (`val/zero_signal_frac`,
+    `test/zero_signal_frac`): the probability that G subsets drawn from pi all get one reward,
+    the quantity GRPO's group normalisation loses (the paper's G = 8). A measurement, the same
+    for every method whatever G a sampled estimator trains with."""
     eval_every: int = 20
     """Validation every N steps (and at the end)."""
     checkpoint_every: int = 20
@@ -77,17 +67,15 @@ class TrainConfig:
     Off by default: such a table teaches noise, and a result trained on it would look like a
     finding. `fgpo train --force` sets it for one run."""
     policy: PolicyConfig = field(default_factory=PolicyConfig)
-    fgpo: FGPOConfig = field(default_factory=FGPOConfig)
-    grpo: GRPOConfig = field(default_factory=GRPOConfig)
 
     def __post_init__(self) -> None:
         """Validate every bounded setting before any work (model loading, data, tracking)."""
         if not isinstance(self.methods, list) or not self.methods:
             raise InputError(f"methods must be a non-empty list, got {self.methods!r}; list one "
-                             f"or more of {list(METHODS)}", field="train.methods")
-        bad = [m for m in self.methods if m not in METHODS]
+                             f"or more of {list(ESTIMATORS)}", field="train.methods")
+        bad = [m for m in self.methods if m not in ESTIMATORS]
         if bad:
-            raise InputError(f"unknown method(s) {bad}; choose from {list(METHODS)}",
+            raise InputError(f"unknown method(s) {bad}; choose from {list(ESTIMATORS)}",
                              field="train.methods")
         if len(set(self.methods)) != len(self.methods):
             raise InputError(f"methods must be unique, got {self.methods}; list each method "
@@ -136,14 +124,17 @@ class TrainConfig:
         if not (self.device in ("auto", "cpu", "cuda") or self.device.startswith("cuda:")):
             raise InputError(f"device must be auto, cpu, cuda or cuda:N, got {self.device!r}",
                              field="train.device")
-        check_number(self.grpo.group_size, "train.grpo.group_size", "GRPO needs at least two "
-                     "samples per group (a group of one has no std), e.g. 8", ge=2, integer=True)
-        check_number(self.grpo.clip_eps, "train.grpo.clip_eps", "set a positive PPO clip "
-                     "range, e.g. 0.2", gt=0)
-        check_number(self.grpo.inner_epochs, "train.grpo.inner_epochs", "set the optimiser "
-                     "steps per sampled batch, e.g. 2", ge=1, integer=True)
-        check_number(self.grpo.temperature, "train.grpo.temperature", "set a positive "
-                     "sampling temperature, e.g. 1.0", gt=0)
+        check_number(self.zero_signal_group_size, "train.zero_signal_group_size", "the "
+                     "zero-signal metric needs a group of at least two, e.g. 8", ge=2,
+                     integer=True)
+
+
+TrainConfig = make_dataclass(
+    "TrainConfig",
+    [(name, est.Config, field(default_factory=est.Config)) for name, est in ESTIMATORS.items()],
+    bases=(TrainSettings,), namespace={"__module__": __name__, "__doc__": (
+        "The whole `train:` section: `TrainSettings` plus `train.<name>:` for each registered "
+        "estimator (its own `Config`).")})
 
 
 def resolve_device(name: str) -> torch.device:

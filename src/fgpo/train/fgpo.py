@@ -16,6 +16,7 @@ table, so it counts the whole train table as paid for from step 0.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import torch
@@ -26,6 +27,16 @@ from fgpo.train.base import Batch, NextBatch, RefLogp
 if TYPE_CHECKING:
     from fgpo.policy.base import Policy
     from fgpo.train.config import TrainConfig
+
+
+@dataclass
+class FGPOConfig:
+    """`train.fgpo:` section of params.yaml."""
+
+    normalize_std: bool = False
+    """Divide the exact advantage by the exact std of r under pi. Default off: the exact
+    advantage already has the right scale, and std normalisation re-weights questions by
+    1/spread, up-weighting near-constant rows (the bias Dr. GRPO, Liu et al. 2025, removes)."""
 
 
 def fgpo_loss(logp: torch.Tensor, ref_logp: torch.Tensor, rewards: torch.Tensor, beta: float,
@@ -51,6 +62,9 @@ def fgpo_loss(logp: torch.Tensor, ref_logp: torch.Tensor, rewards: torch.Tensor,
 
 class FGPO:
     """One batch of questions per step, the loss over all their 2^K subsets."""
+
+    name = "fgpo"
+    Config = FGPOConfig
 
     def __init__(self, cfg: TrainConfig, rewards: torch.Tensor, n_train: int,
                  generator: torch.Generator) -> None:

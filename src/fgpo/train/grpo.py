@@ -22,11 +22,36 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
+from fgpo.config import check_number
 from fgpo.train.base import Batch, NextBatch, RefLogp
 
 if TYPE_CHECKING:
     from fgpo.policy.base import Policy
     from fgpo.train.config import TrainConfig
+
+
+@dataclass
+class GRPOConfig:
+    """`train.grpo:` section of params.yaml."""
+
+    group_size: int = 8
+    """G, subsets sampled per question (DeepSeekMath GRPO; the paper's G)."""
+    clip_eps: float = 0.2
+    """PPO clip range on the subset-level ratio (Schulman et al. 2017)."""
+    inner_epochs: int = 2
+    """mu: optimiser steps per sampled batch (the PPO/GRPO inner loop)."""
+    temperature: float = 1.0
+    """Sampling temperature; pi_theta and pi_old are compared at the same temperature."""
+
+    def __post_init__(self) -> None:
+        check_number(self.group_size, "train.grpo.group_size", "GRPO needs at least two "
+                     "samples per group (a group of one has no std), e.g. 8", ge=2, integer=True)
+        check_number(self.clip_eps, "train.grpo.clip_eps", "set a positive PPO clip range, "
+                     "e.g. 0.2", gt=0)
+        check_number(self.inner_epochs, "train.grpo.inner_epochs", "set the optimiser steps "
+                     "per sampled batch, e.g. 2", ge=1, integer=True)
+        check_number(self.temperature, "train.grpo.temperature", "set a positive sampling "
+                     "temperature, e.g. 1.0", gt=0)
 
 
 def grpo_loss(logp_new: torch.Tensor, logp_old: torch.Tensor, ref_logp: torch.Tensor,
@@ -71,6 +96,9 @@ class Groups(Batch):
 
 class GRPO:
     """Sample groups every mu steps; each step, the clipped loss at the sampling temperature."""
+
+    name = "grpo"
+    Config = GRPOConfig
 
     def __init__(self, cfg: TrainConfig, rewards: torch.Tensor, n_train: int,
                  generator: torch.Generator) -> None:

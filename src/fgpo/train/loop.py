@@ -222,7 +222,7 @@ def train_run(method: str, cfg: TrainConfig, data: RunData, seed: int,
     generators = {"data_gen": torch.Generator().manual_seed(seed),       # data order
                   "sample_gen": torch.Generator().manual_seed(seed + 1)}  # the estimator's draws
     estimator = ESTIMATORS[method](cfg, rewards, len(train_idx), generators["sample_gen"])
-    G = cfg.grpo.group_size  # the validation zero-signal metric: a G-sample group's
+    G = cfg.zero_signal_group_size  # of the exact zero-signal metric, the same for every method
     table_cells_train = len(train_idx) * n_sub
     chash = config_hash(cfg, method, seed, table.meta)
 

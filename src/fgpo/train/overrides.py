@@ -17,7 +17,8 @@ from filelock import FileLock
 from fgpo.config import read_params
 from fgpo.errors import InputError
 from fgpo.seqio import atomic_write_text
-from fgpo.train.config import METHODS, TrainConfig
+from fgpo.train.config import TrainConfig
+from fgpo.train.estimators import ESTIMATORS
 
 BEST_PARAMS = Path("sweeps/best.yaml")
 HEADER = ("# Best sweep params per setting (method -> reasoner -> benchmark), written by "
@@ -73,6 +74,6 @@ def record_best(best: dict[str, Any], method: str, reasoner: str, benchmark: str
     studies may write at the same time, hence the lock)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     with FileLock(str(path) + ".lock", timeout=60):
-        raw = _read(path) if path.exists() else {m: {} for m in METHODS}
+        raw = _read(path) if path.exists() else {m: {} for m in ESTIMATORS}
         raw.setdefault(method, {}).setdefault(reasoner, {})[benchmark] = best
         atomic_write_text(HEADER + yaml.safe_dump(raw, sort_keys=True), path)
