@@ -84,7 +84,7 @@ def short_runs(questions, backbone: str, steps: int, device: str) -> dict:
         seconds = time.perf_counter() - t0
         out[method] = {"steps": steps, "seconds": round(seconds, 2),
                        "ms_per_step_incl_setup_and_eval": round(1000 * seconds / steps, 1),
-                       "test/expected_reward": result.final["test/expected_reward"]}
+                       "val/expected_reward": result.final["val/expected_reward"]}
         print(f"{method}: {steps} steps on {device} in {seconds:.1f} s", flush=True)
     return out
 

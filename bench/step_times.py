@@ -19,7 +19,8 @@ import torch
 from fgpo.policy import build_policy
 from fgpo.policy.base import PolicyConfig
 from fgpo.question import Question
-from fgpo.train.config import TrainConfig, resolve_device
+from fgpo.train.config import TrainConfig
+from fgpo.train.settings import resolve_device
 from fgpo.train.estimators import ESTIMATORS
 from fgpo.train.loop import build_optimizer, optimizer_step, reference_logp
 
@@ -57,7 +58,8 @@ def ms_per_step(questions: list[Question], layers: list[int], cache: bool, metho
     rewards = torch.rand(batch, 64, generator=torch.Generator().manual_seed(0)).to(dev)
     ref_logp = reference_logp("uniform", policy, 64)
     optimizer, scheduler = build_optimizer(cfg, policy)
-    estimator = ESTIMATORS[method](cfg, rewards, batch, torch.Generator().manual_seed(0))
+    estimator = ESTIMATORS[method](cfg, getattr(cfg, method), rewards, batch,
+                                   torch.Generator().manual_seed(0))
     counter = itertools.count()  # step numbers go on: GRPO resamples every mu-th
 
     def run() -> None:

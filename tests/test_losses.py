@@ -32,7 +32,7 @@ def _uniform(b: int, s: int) -> torch.Tensor:
 # ---- FGPO ------------------------------------------------------------------------------------
 def test_exact_sums_are_one_definition_for_torch_and_numpy():
     """The loss, the training log and the evaluation metrics share these sums."""
-    from fgpo.evaluate.metrics import entropy, expectation, kl_divergence
+    from fgpo.train.exact import entropy, expectation, kl_divergence
     theta, r = _table()
     logp = torch.log_softmax(theta, -1)
     p, ref = logp.exp(), _uniform(3, 8)

@@ -15,7 +15,8 @@ from fgpo.policy import encoder
 from fgpo.policy.base import PolicyConfig, resolve_backbone
 from fgpo.policy.encoder import EncoderPolicy
 from fgpo.rewards.table import RewardTable, RunData
-from fgpo.train.config import TrainConfig, resolve_device
+from fgpo.train.config import TrainConfig
+from fgpo.train.settings import resolve_device
 from fgpo.train.loop import train_run
 
 TOOLS = ["a", "b", "c"]

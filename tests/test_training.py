@@ -16,6 +16,7 @@ from fgpo.errors import InputError
 from fgpo.policy import build_policy
 from fgpo.policy.base import DEFAULT_BACKBONE, PolicyConfig, resolve_backbone
 from fgpo.question import Question
+from fgpo.evaluate import evaluate_test
 from fgpo.rewards.table import RewardTable, RunData
 from fgpo.train.base import Batch
 from fgpo.train.config import TrainConfig
@@ -108,9 +109,10 @@ def test_both_trainers_converge_to_each_familys_best_subset(tiny_backbone, metho
     data = synthetic_data()
     cfg = tiny_cfg(tiny_backbone, steps=60, head_lr_mult=3.0)
     result = train_run(method, cfg, data, seed=0, progress=False)
-    sel = result.selections
+    assert not any(k.startswith("test/") for k in result.final)  # training never reads test
+    test, sel = evaluate_test(result.policy, data, cfg.zero_signal_group_size)
     assert (sel["mask"] == sel["family"].map(BEST)).all(), sel
-    assert result.final["test/accuracy"] == 1.0
+    assert test["test/accuracy"] == 1.0
     if method == "grpo":  # concentrated policy -> sampled groups collide -> no signal
         late = [h["train/zero_signal_frac"] for h in result.history[-6:]]
         assert np.mean(late) > 0.5
@@ -164,7 +166,9 @@ class _OneSample:
     """A third estimator, written as a new one would be: REINFORCE with one subset per question
     (no baseline), drawn from pi; it only implements the fgpo.train.base interface."""
 
-    def __init__(self, cfg, rewards, n_train, generator):
+    name, Config = "one_sample", dict
+
+    def __init__(self, cfg, own, rewards, n_train, generator):
         self.rewards, self.generator, self.evals = rewards, generator, 0
 
     def collect(self, step, policy, next_batch):
@@ -202,6 +206,7 @@ def test_an_estimator_is_one_class_and_one_registry_entry(tiny_backbone, tmp_pat
     assert TrainConfig().methods == list(ESTIMATORS)  # the config's default: every registered one
     monkeypatch.setitem(ESTIMATORS, "one_sample", _OneSample)
     data, cfg = synthetic_data(), tiny_cfg(tiny_backbone, steps=6, checkpoint_every=2)
+    cfg.one_sample = {}  # its settings section (TrainConfig gets one per estimator at import)
     whole = train_run("one_sample", cfg, data, seed=0, progress=False)
     assert [h["train/reward_evals"] for h in whole.history] == [0, 8, 16, 24, 32, 40, 48]
     ckpt = tmp_path / "ckpt.pt"

@@ -1,3 +1,4 @@
-"""Evaluation of a tool-selection policy against a reward table (exact, no sampling)."""
+"""Evaluation of a trained tool-selection policy on the held-out test split (exact, no
+sampling): training never reads the test rows; this layer alone does, after training."""
 
-from fgpo.evaluate.metrics import policy_metrics, predict, zero_signal_prob  # noqa: F401
+from fgpo.evaluate.test import evaluate_test  # noqa: F401

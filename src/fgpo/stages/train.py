@@ -27,13 +27,15 @@ import pandas as pd
 
 from fgpo.config import DEFAULT_PARAMS, load_section
 from fgpo.errors import InputError
+from fgpo.evaluate import evaluate_test
 from fgpo.rewards.data import load_run_data, table_path
 from fgpo.rewards.stats import require_trainable
 from fgpo.rewards.table import RunData
 from fgpo.seqio import atomic_write_parquet, atomic_write_text
 from fgpo.tools import ToolsConfig
 from fgpo.tracking.provenance import EXPERIMENT, file_md5, git_commit
-from fgpo.train.config import TrainConfig, resolve_device
+from fgpo.train.config import TrainConfig
+from fgpo.train.settings import resolve_device
 from fgpo.train.loop import RunResult, check_run_data, config_hash, train_run
 from fgpo.train.overrides import BEST_PARAMS, apply, apply_best, read_best
 
@@ -217,7 +219,9 @@ def train_seed(ctx: RunContext, method: str, cfg: TrainConfig, seed: int, best: 
                               run_id=run_id)
             atomic_write_text(tracker.run_id + "\n", sidecar)
         result = train_run(method, cfg, ctx.run_data, seed, tracker, ckpt)
-        result.final.update(ctx.baselines)
+        test, result.selections = evaluate_test(result.policy, ctx.run_data,
+                                                cfg.zero_signal_group_size)
+        result.final = {**test, **result.final, **ctx.baselines}
         out_dir.mkdir(parents=True, exist_ok=True)
         atomic_write_parquet(result.selections, out_dir / "test_selections.parquet")
         result.policy.save_adapter(out_dir / "adapter")

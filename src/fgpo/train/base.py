@@ -16,7 +16,7 @@ import torch
 
 if TYPE_CHECKING:
     from fgpo.policy.base import Policy
-    from fgpo.train.config import TrainConfig
+    from fgpo.train.settings import TrainSettings
 
 NextBatch = Callable[[], torch.Tensor]   # the loop's data order: the next [B] train rows
 RefLogp = Callable[[torch.Tensor], torch.Tensor]  # rows [B] -> log pi_ref [B, 2^K]
@@ -30,15 +30,16 @@ class Batch:
 
 
 class Estimator(Protocol):
-    """Built once per run as `Estimator(cfg, rewards [N, 2^K], n_train, generator)`; the
-    generator is the estimator's own randomness (e.g. GRPO's draws), checkpointed by the loop."""
+    """Built once per run as `Estimator(cfg, own, rewards [N, 2^K], n_train, generator)`: the
+    shared settings, its own `train.<name>:` settings, the table's rewards, the train split's
+    size, and its own randomness (e.g. GRPO's draws), which the loop checkpoints."""
 
     name: ClassVar[str]
     """Its name in `train.methods`, the registry, metrics paths and MLflow tags."""
     Config: ClassVar[type]
     """Its settings: a dataclass loaded from `train.<name>:` (validated in __post_init__)."""
 
-    def __init__(self, cfg: TrainConfig, rewards: torch.Tensor, n_train: int,
+    def __init__(self, cfg: TrainSettings, own: Any, rewards: torch.Tensor, n_train: int,
                  generator: torch.Generator) -> None: ...
 
     def collect(self, step: int, policy: Policy, next_batch: NextBatch) -> Batch:

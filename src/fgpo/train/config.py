@@ -1,149 +1,32 @@
 """`train:` section of params.yaml: one config for every estimator, so that the methods differ
 in nothing but the estimator (same policy, optimiser, schedule, steps, table).
 
-The shared settings are `TrainSettings`; `TrainConfig` adds one sub-section per registered
-estimator (`train.<name>:`, that estimator's own `Config` dataclass), derived from the registry
+`TrainConfig` is the shared `TrainSettings` plus one sub-section per registered estimator
+(`train.<name>:`, that estimator's own `Config` dataclass), derived from the registry
 (fgpo.train.estimators), so an estimator's settings are declared once, in its module."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, make_dataclass
+from dataclasses import field, make_dataclass
 
-import torch
-
-from fgpo.config import check_number
 from fgpo.errors import InputError
-from fgpo.policy.base import PolicyConfig
 from fgpo.train.estimators import ESTIMATORS
+from fgpo.train.settings import TrainSettings
 
 
-@dataclass
-class TrainSettings:
-    """The settings every estimator shares (`TrainConfig` adds each estimator's own)."""
-
-    methods: list[str] = field(default_factory=lambda: list(ESTIMATORS))
-    """Estimators the `train` stage runs: names in the registry (`fgpo list-methods`)."""
-    seeds: list[int] = field(default_factory=lambda: [0])
-    """One run per seed; metrics report the mean and spread over seeds."""
-    steps: int = 60
-    """Optimiser steps (equal for both methods; GRPO samples a new batch every mu steps)."""
-    batch_size: int = 16
-    """Questions per optimiser step."""
-    learning_rate: float = 1.0e-3
-    """AdamW learning rate of the LoRA adapters."""
-    head_lr_mult: float = 10.0
-    """The (zero-initialised) subset head learns at learning_rate * head_lr_mult."""
-    weight_decay: float = 0.0
-    warmup_ratio: float = 0.1
-    """Fraction of steps of linear warm-up."""
-    lr_schedule: str = "cosine"
-    """constant | linear | cosine (after warm-up; transformers.get_scheduler)."""
-    max_grad_norm: float = 1.0
-    """Global gradient-norm clip."""
-    beta: float = 0.01
-    """KL(pi || pi_ref) coefficient (exact for FGPO, k3 estimate for GRPO)."""
-    entropy_coef: float = 0.0
-    """Exact entropy bonus (FGPO only: GRPO as published has none)."""
-    eps: float = 1.0e-6
-    """Added to std in advantage normalisation."""
-    zero_signal_group_size: int = 8
-    """G of the exact zero-signal metric logged for every method (`val/zero_signal_frac`,
-    `test/zero_signal_frac`): the probability that G subsets drawn from pi all get one reward,
-    the quantity GRPO's group normalisation loses (the paper's G = 8). A measurement, the same
-    for every method whatever G a sampled estimator trains with."""
-    eval_every: int = 20
-    """Validation every N steps (and at the end)."""
-    checkpoint_every: int = 20
-    """Checkpoint every N steps; a rerun resumes from the last one."""
-    threads: int = 2
-    """torch CPU threads."""
-    device: str = "auto"
-    """auto | cpu | cuda | cuda:N: where the policy, its cached frozen layers, the batches and
-    the estimators' tensors live. auto = cuda when torch sees a GPU, else cpu. Sampling draws
-    stay on the CPU generator, so a seed gives the same data order and draws on any device."""
-    allow_degenerate_table: bool = False
-    """Train (and sweep) even on a reward table `table-stats` flags as degenerate (mostly
-    constant rows, many unparseable answers, or no subset beating no tools beyond noise).
-    Off by default: such a table teaches noise, and a result trained on it would look like a
-    finding. `fgpo train --force` sets it for one run."""
-    policy: PolicyConfig = field(default_factory=PolicyConfig)
-
-    def __post_init__(self) -> None:
-        """Validate every bounded setting before any work (model loading, data, tracking)."""
-        if not isinstance(self.methods, list) or not self.methods:
-            raise InputError(f"methods must be a non-empty list, got {self.methods!r}; list one "
-                             f"or more of {list(ESTIMATORS)}", field="train.methods")
-        bad = [m for m in self.methods if m not in ESTIMATORS]
-        if bad:
-            raise InputError(f"unknown method(s) {bad}; choose from {list(ESTIMATORS)}",
-                             field="train.methods")
-        if len(set(self.methods)) != len(self.methods):
-            raise InputError(f"methods must be unique, got {self.methods}; list each method "
-                             f"once", field="train.methods")
-        if not isinstance(self.seeds, list) or not self.seeds:
-            raise InputError(f"seeds must be a non-empty list of integers, got {self.seeds!r}; "
-                             f"e.g. seeds: [0, 1, 2]", field="train.seeds")
-        for s in self.seeds:
-            check_number(s, "train.seeds", "seeds must be integers, e.g. [0, 1, 2]",
-                         integer=True)
-        if len(set(self.seeds)) != len(self.seeds):
-            dup = sorted({s for s in self.seeds if self.seeds.count(s) > 1})
-            raise InputError(f"seeds must be unique, got {self.seeds} ({dup} repeated: a "
-                             f"repeated seed reruns the same run); list each seed once",
-                             field="train.seeds")
-        check_number(self.steps, "train.steps", "set the number of optimiser steps, e.g. 60",
-                     ge=1, integer=True)
-        check_number(self.batch_size, "train.batch_size", "set the questions per step, e.g. "
-                     "16 (at most the train split's size)", ge=1, integer=True)
-        check_number(self.learning_rate, "train.learning_rate", "set a positive learning "
-                     "rate, e.g. 1.0e-3 (a negative one ascends the loss)", gt=0)
-        check_number(self.head_lr_mult, "train.head_lr_mult", "set a positive multiplier, e.g. "
-                     "10 (1 = the head learns at learning_rate)", gt=0)
-        check_number(self.weight_decay, "train.weight_decay", "set 0 for no weight decay, or "
-                     "a positive value, e.g. 0.01", ge=0)
-        check_number(self.warmup_ratio, "train.warmup_ratio", "set the fraction of steps of "
-                     "warm-up in [0, 1), e.g. 0.1 (0 = no warm-up)", ge=0, lt=1)
-        if self.lr_schedule not in ("constant", "linear", "cosine"):
-            raise InputError(f"lr_schedule must be constant, linear or cosine, got "
-                             f"{self.lr_schedule!r}", field="train.lr_schedule")
-        check_number(self.max_grad_norm, "train.max_grad_norm", "set a positive clip norm, "
-                     "e.g. 1.0 (a large value effectively turns clipping off)", gt=0)
-        check_number(self.beta, "train.beta", "set 0 to drop the KL term, or a positive "
-                     "coefficient, e.g. 0.01", ge=0)
-        check_number(self.entropy_coef, "train.entropy_coef", "set 0 for no entropy bonus, or "
-                     "a positive coefficient, e.g. 0.01", ge=0)
-        check_number(self.eps, "train.eps", "set a small positive value, e.g. 1.0e-6", gt=0)
-        check_number(self.eval_every, "train.eval_every", "validate every N >= 1 steps (and "
-                     "at the end); set it to train.steps to validate only at the end",
-                     ge=1, integer=True)
-        check_number(self.checkpoint_every, "train.checkpoint_every", "checkpoint every "
-                     "N >= 1 steps (and at the end); set it to train.steps to checkpoint only "
-                     "at the end", ge=1, integer=True)
-        check_number(self.threads, "train.threads", "set the torch CPU threads, e.g. 2",
-                     ge=1, integer=True)
-        if not (self.device in ("auto", "cpu", "cuda") or self.device.startswith("cuda:")):
-            raise InputError(f"device must be auto, cpu, cuda or cuda:N, got {self.device!r}",
-                             field="train.device")
-        check_number(self.zero_signal_group_size, "train.zero_signal_group_size", "the "
-                     "zero-signal metric needs a group of at least two, e.g. 8", ge=2,
-                     integer=True)
+def _check_methods(self: TrainSettings) -> None:
+    TrainSettings.__post_init__(self)
+    bad = [m for m in self.methods if m not in ESTIMATORS]
+    if bad:
+        raise InputError(f"unknown method(s) {bad}; choose from {list(ESTIMATORS)}",
+                         field="train.methods")
 
 
 TrainConfig = make_dataclass(
     "TrainConfig",
-    [(name, est.Config, field(default_factory=est.Config)) for name, est in ESTIMATORS.items()],
-    bases=(TrainSettings,), namespace={"__module__": __name__, "__doc__": (
-        "The whole `train:` section: `TrainSettings` plus `train.<name>:` for each registered "
-        "estimator (its own `Config`).")})
-
-
-def resolve_device(name: str) -> torch.device:
-    """`train.device` -> a torch device; cuda where torch sees none is refused, saying why."""
-    if name == "auto":
-        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    if name.startswith("cuda") and not torch.cuda.is_available():
-        build = torch.__version__ + ("" if torch.version.cuda else ", a CPU-only build")
-        raise InputError(f"train.device is {name!r} but torch {build} sees no CUDA GPU; set "
-                         f"train.device: cpu (or auto, which picks cuda only when present)",
-                         field="train.device")
-    return torch.device(name)
+    [("methods", list[str], field(default_factory=lambda: list(ESTIMATORS))),  # every one
+     *[(name, est.Config, field(default_factory=est.Config)) for name, est in ESTIMATORS.items()]],
+    bases=(TrainSettings,), namespace={
+        "__module__": __name__, "__post_init__": _check_methods, "__doc__": (
+            "The whole `train:` section: `TrainSettings` plus `train.<name>:` for each "
+            "registered estimator (its own `Config`); `methods` defaults to every one.")})

@@ -21,12 +21,12 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
-from fgpo.evaluate.metrics import entropy, expectation, kl_divergence
 from fgpo.train.base import Batch, NextBatch, RefLogp
+from fgpo.train.exact import entropy, expectation, kl_divergence
 
 if TYPE_CHECKING:
     from fgpo.policy.base import Policy
-    from fgpo.train.config import TrainConfig
+    from fgpo.train.settings import TrainSettings
 
 
 @dataclass
@@ -66,9 +66,9 @@ class FGPO:
     name = "fgpo"
     Config = FGPOConfig
 
-    def __init__(self, cfg: TrainConfig, rewards: torch.Tensor, n_train: int,
+    def __init__(self, cfg: TrainSettings, own: FGPOConfig, rewards: torch.Tensor, n_train: int,
                  generator: torch.Generator) -> None:
-        self.cfg, self.rewards = cfg, rewards
+        self.cfg, self.own, self.rewards = cfg, own, rewards
         self.table_cells_train = n_train * rewards.shape[1]  # read once, reused every step
 
     def collect(self, step: int, policy: Policy, next_batch: NextBatch) -> Batch:
@@ -79,7 +79,7 @@ class FGPO:
         cfg, idx = self.cfg, batch.idx
         logp = policy.log_probs(idx)
         loss, stats = fgpo_loss(logp, ref_logp(idx), self.rewards[idx], cfg.beta,
-                                cfg.entropy_coef, cfg.fgpo.normalize_std, cfg.eps)
+                                cfg.entropy_coef, self.own.normalize_std, cfg.eps)
         return loss, logp, stats
 
     @property

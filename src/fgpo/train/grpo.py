@@ -27,7 +27,7 @@ from fgpo.train.base import Batch, NextBatch, RefLogp
 
 if TYPE_CHECKING:
     from fgpo.policy.base import Policy
-    from fgpo.train.config import TrainConfig
+    from fgpo.train.settings import TrainSettings
 
 
 @dataclass
@@ -100,15 +100,15 @@ class GRPO:
     name = "grpo"
     Config = GRPOConfig
 
-    def __init__(self, cfg: TrainConfig, rewards: torch.Tensor, n_train: int,
+    def __init__(self, cfg: TrainSettings, own: GRPOConfig, rewards: torch.Tensor, n_train: int,
                  generator: torch.Generator) -> None:
-        self.cfg, self.rewards, self.generator = cfg, rewards, generator
+        self.cfg, self.own, self.rewards, self.generator = cfg, own, rewards, generator
         self.groups: Groups | None = None
         self.evals = 0                 # every lookup = one reasoner call
         self.cells: set[int] = set()   # row * 2^K + mask of each distinct lookup
 
     def collect(self, step: int, policy: Policy, next_batch: NextBatch) -> Groups:
-        g = self.cfg.grpo
+        g = self.own
         if step % g.inner_epochs == 0 or self.groups is None:  # sample a new batch of groups
             idx = next_batch()
             with torch.no_grad():
@@ -122,13 +122,13 @@ class GRPO:
 
     def loss(self, policy: Policy, batch: Groups, ref_logp: RefLogp
              ) -> tuple[torch.Tensor, torch.Tensor, dict[str, torch.Tensor]]:
-        cfg, idx, masks = self.cfg, batch.idx, batch.masks
+        cfg, g, idx, masks = self.cfg, self.own, batch.idx, batch.masks
         logp = policy.log_probs(idx)
-        tempered = torch.log_softmax(logp / cfg.grpo.temperature, dim=-1)  # pi_theta at T
-        ref_tempered = torch.log_softmax(ref_logp(idx) / cfg.grpo.temperature, dim=-1)
+        tempered = torch.log_softmax(logp / g.temperature, dim=-1)  # pi_theta at T
+        ref_tempered = torch.log_softmax(ref_logp(idx) / g.temperature, dim=-1)
         loss, stats = grpo_loss(tempered.gather(1, masks), batch.logp_old,
                                 ref_tempered.gather(1, masks), self.rewards[idx].gather(1, masks),
-                                cfg.grpo.clip_eps, cfg.beta, cfg.eps)
+                                g.clip_eps, cfg.beta, cfg.eps)
         return loss, logp, stats
 
     @property

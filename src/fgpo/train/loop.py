@@ -20,22 +20,26 @@ from tqdm import tqdm
 from transformers import get_scheduler
 
 from fgpo.errors import InputError
-from fgpo.evaluate.metrics import entropy, expectation, kl_divergence, policy_metrics, predict
 from fgpo.policy import build_policy
 from fgpo.policy.base import Policy
 from fgpo.rewards.table import RewardTable, RunData
-from fgpo.tools.subsets import subset_tools
 from fgpo.train.base import Batch, Estimator, NextBatch, RefLogp
-from fgpo.train.config import TrainConfig, resolve_device
+from fgpo.train.config import TrainConfig
+from fgpo.train.settings import resolve_device
 from fgpo.train.estimators import ESTIMATORS
+from fgpo.train.exact import entropy, expectation, kl_divergence
+from fgpo.train.metrics import policy_metrics, predict
 
 
 @dataclass
 class RunResult:
+    """A trained run: its final validation and budget numbers, its per-step log and its policy
+    (the test split is evaluated afterwards, by fgpo.evaluate, never here)."""
+
     final: dict[str, float]
     history: list[dict[str, float]]
-    selections: pd.DataFrame
-    policy: Policy = field(repr=False)
+    policy: Policy | None = field(repr=False, default=None)
+    selections: pd.DataFrame | None = field(repr=False, default=None)  # set by the test evaluation
 
 
 class Tracker:
@@ -147,7 +151,7 @@ def exact_metrics(logp: torch.Tensor, ref_logp: torch.Tensor, rewards: torch.Ten
             "train/entropy": float(entropy(p, lp).mean())}
 
 
-def evaluate(policy: Policy, table: RewardTable, idx: np.ndarray, group_size: int
+def validate(policy: Policy, table: RewardTable, idx: np.ndarray, group_size: int
              ) -> dict[str, float]:
     if not len(idx):
         return {}
@@ -216,12 +220,13 @@ def train_run(method: str, cfg: TrainConfig, data: RunData, seed: int,
     table = data.table
     rewards = torch.tensor(table.reward, dtype=torch.float32, device=device)
     n_sub = rewards.shape[1]
-    train_idx, val_idx, test_idx = data.split("train"), data.split("val"), data.split("test")
+    train_idx, val_idx = data.split("train"), data.split("val")  # test: fgpo.evaluate, after
     ref_logp = reference_logp(cfg.policy.reference, policy, n_sub)
     optimizer, scheduler = build_optimizer(cfg, policy)
     generators = {"data_gen": torch.Generator().manual_seed(seed),       # data order
                   "sample_gen": torch.Generator().manual_seed(seed + 1)}  # the estimator's draws
-    estimator = ESTIMATORS[method](cfg, rewards, len(train_idx), generators["sample_gen"])
+    estimator = ESTIMATORS[method](cfg, getattr(cfg, method), rewards, len(train_idx),
+                                   generators["sample_gen"])
     G = cfg.zero_signal_group_size  # of the exact zero-signal metric, the same for every method
     table_cells_train = len(train_idx) * n_sub
     chash = config_hash(cfg, method, seed, table.meta)
@@ -238,7 +243,7 @@ def train_run(method: str, cfg: TrainConfig, data: RunData, seed: int,
             tracker.log_metrics(metrics, step)
 
     if state.step == 0 and not state.history:  # the uniform starting point of every curve
-        log({**{f"val/{k}": v for k, v in evaluate(policy, table, val_idx, G).items()},
+        log({**{f"val/{k}": v for k, v in validate(policy, table, val_idx, G).items()},
              "train/reward_evals": estimator.reward_evals, "train/questions_seen": 0}, 0)
 
     # ---- the loop: one optimiser step per iteration ---------------------------------------------
@@ -259,7 +264,7 @@ def train_run(method: str, cfg: TrainConfig, data: RunData, seed: int,
                    "train/questions_seen": len(state.seen),
                    "train/lr": scheduler.get_last_lr()[0], "train/grad_norm": float(out.grad_norm)}
         if step % cfg.eval_every == 0 or step == cfg.steps:
-            metrics.update({f"val/{k}": v for k, v in evaluate(policy, table, val_idx, G).items()})
+            metrics.update({f"val/{k}": v for k, v in validate(policy, table, val_idx, G).items()})
         log(metrics, step)
         bar.update()
         bar.set_postfix(loss=f"{out.loss.item():.3f}",
@@ -269,24 +274,13 @@ def train_run(method: str, cfg: TrainConfig, data: RunData, seed: int,
                             estimator)
     bar.close()
 
-    # ---- final evaluation on test ----------------------------------------------------------------
-    logp = predict(policy, test_idx)
-    test = policy_metrics(logp, table.correct[test_idx], table.reward[test_idx], table.n_tools, G)
+    # ---- the run's final numbers: the last validation point and what it spent ----------------
     last = state.history[-1]
-    final = {**{f"test/{k}": v for k, v in test.items()},
-             **{k: v for k, v in last.items() if k.startswith("val/")},
+    final = {**{k: v for k, v in last.items() if k.startswith("val/")},
              "budget/reward_evals": last["train/reward_evals"],
              "budget/reward_evals_unique": last["train/reward_evals_unique"],
              "budget/questions_seen": last["train/questions_seen"],
              "budget/table_cells": int(table.reward.size),
              "budget/table_cells_train": table_cells_train,
              "budget/optimizer_steps": cfg.steps}
-    greedy = logp.argmax(1).numpy()
-    selections = pd.DataFrame({
-        "question_id": [table.question_ids[i] for i in test_idx],
-        "family": table.families[test_idx], "mask": greedy,
-        "tools": [",".join(subset_tools(m, data.tool_names)) for m in greedy],
-        "n_tools": table.n_tools[greedy], "correct": table.correct[test_idx, greedy],
-        "reward": table.reward[test_idx, greedy],
-        "p_selected": logp.exp().numpy()[np.arange(len(greedy)), greedy]})
-    return RunResult(final=final, history=state.history, selections=selections, policy=policy)
+    return RunResult(final=final, history=state.history, policy=policy)

@@ -1,9 +1,6 @@
 """Policy metrics read exactly from the reward table: greedy and expected accuracy, tools per
-question, entropy, and the zero-signal probability of a G-sample GRPO group.
-
-The exact sums over all 2^K subsets (expectation, KL, entropy) are written once here and shared
-by the FGPO loss, the training log and these metrics; they take torch tensors or numpy arrays
-(p = pi(. | q), logp = log pi, each [..., 2^K]) and reduce the last axis."""
+question, entropy, and the zero-signal probability of a G-sample group. Training validates with
+them (fgpo.train.loop); the test evaluation (fgpo.evaluate) applies the same to the test split."""
 
 from __future__ import annotations
 
@@ -12,21 +9,7 @@ import torch
 
 from fgpo.policy.base import Policy
 from fgpo.rewards.stats import zero_signal_prob
-
-
-def expectation(p, values):
-    """E_pi[v] = sum_S pi(S) v(S), exact."""
-    return (p * values).sum(-1)
-
-
-def kl_divergence(p, logp, ref_logp):
-    """KL(pi || pi_ref) = sum_S pi(S) (log pi(S) - log pi_ref(S)), exact."""
-    return (p * (logp - ref_logp)).sum(-1)
-
-
-def entropy(p, logp):
-    """H(pi) = -sum_S pi(S) log pi(S), exact."""
-    return -(p * logp).sum(-1)
+from fgpo.train.exact import entropy, expectation
 
 
 @torch.no_grad()

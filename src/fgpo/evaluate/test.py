@@ -1,0 +1,29 @@
+"""The test split's metrics of a trained policy and its greedy subset per test question."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from fgpo.policy.base import Policy
+from fgpo.rewards.table import RunData
+from fgpo.tools.subsets import subset_tools
+from fgpo.train.metrics import policy_metrics, predict
+
+
+def evaluate_test(policy: Policy, data: RunData, group_size: int
+                  ) -> tuple[dict[str, float], pd.DataFrame]:
+    """(`test/...` metrics, the greedy choice per test question with its correctness, reward
+    and probability), exactly from the reward table; `group_size` is the zero-signal metric's G."""
+    table, idx = data.table, data.split("test")
+    logp = predict(policy, idx)
+    test = policy_metrics(logp, table.correct[idx], table.reward[idx], table.n_tools, group_size)
+    greedy = logp.argmax(1).numpy()
+    selections = pd.DataFrame({
+        "question_id": [table.question_ids[i] for i in idx],
+        "family": table.families[idx], "mask": greedy,
+        "tools": [",".join(subset_tools(m, data.tool_names)) for m in greedy],
+        "n_tools": table.n_tools[greedy], "correct": table.correct[idx, greedy],
+        "reward": table.reward[idx, greedy],
+        "p_selected": logp.exp().numpy()[np.arange(len(greedy)), greedy]})
+    return {f"test/{k}": v for k, v in test.items()}, selections
