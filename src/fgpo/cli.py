@@ -1,55 +1,79 @@
-"""`fgpo` command line: one command per pipeline stage (DVC stages call these), each running
-its module of `fgpo.stages`."""
+"""`fgpo` command line: one command per pipeline stage (DVC stages call these), each calling its
+module of `fgpo.stages` and printing what it returns. Errors are handled in one place: bad input
+exits 2 with the message that names the file, record and field; a failed reasoner backend exits
+3 (its answered cells are saved, the same command resumes)."""
 
 from __future__ import annotations
 
+import functools
 import sys
+import warnings
+from collections.abc import Callable
 from pathlib import Path
-from typing import Optional
+from typing import Any, Optional
 
 import typer
 
-from fgpo.errors import InputError
+from fgpo.errors import InputError, ReasonerError
 
 app = typer.Typer(add_completion=False, no_args_is_help=True,
                   help="Exact policy optimisation (FGPO) vs GRPO for genomic tool selection.")
 PARAMS = typer.Option(Path("params.yaml"), "--params", help="params.yaml to read.")
 
 
-def _fail(exc: Exception) -> None:
-    typer.secho(f"error: {exc}", fg=typer.colors.RED, err=True)
-    raise typer.Exit(2)
+def command(*args: Any, **kwargs: Any) -> Callable:
+    """`app.command`, with the one error handler around the command."""
+    def register(fn: Callable) -> Callable:
+        @functools.wraps(fn)
+        def run(*a: Any, **k: Any) -> Any:
+            try:
+                return fn(*a, **k)
+            except InputError as exc:
+                typer.secho(f"error: {exc}", fg=typer.colors.RED, err=True)
+                raise typer.Exit(2) from None
+            except ReasonerError as exc:
+                typer.secho(f"stopped: {exc}\nAnswered cells are saved; rerun the same command "
+                            "to resume.", fg=typer.colors.RED, err=True)
+                raise typer.Exit(3) from None
+        return app.command(*args, **kwargs)(run)
+    return register
 
 
-@app.command()
+@app.callback()
+def _setup() -> None:
+    """Warnings (e.g. an importer's clean-up) as one plain line each on stderr."""
+    def show(message: Any, category: type, filename: str, lineno: int, file: Any = None,
+             line: Any = None) -> None:
+        typer.secho(f"warning: {message}", fg=typer.colors.YELLOW, err=True)
+    warnings.showwarning = show
+
+
+def echo(lines: list[str]) -> None:
+    for line in lines:
+        typer.echo(line)
+
+
+@command()
 def prepare(benchmark: str = typer.Argument(..., help="a name declared under `prepare:` in "
                                                        "params.yaml, e.g. genomeqa"),
             params: Path = PARAMS,
             out_dir: Path = typer.Option(Path("data/benchmarks"))) -> None:
     """Generate or import a declared benchmark -> data/benchmarks/<benchmark>.parquet."""
     from fgpo.stages import prepare as stage
-    try:
-        path = stage.main(benchmark, params, out_dir)
-    except InputError as exc:
-        _fail(exc)
-    typer.echo(f"wrote {path}")
+    typer.echo(f"wrote {stage.main(benchmark, params, out_dir)}")
 
 
-@app.command()
+@command()
 def tools(benchmark: str = typer.Argument(..., help="benchmark name (data/benchmarks/<name>.parquet)"),
           params: Path = PARAMS,
           bench_dir: Path = typer.Option(Path("data/benchmarks")),
           out_dir: Path = typer.Option(Path("data/tool_outputs"))) -> None:
     """Run all K tools once on every question -> data/tool_outputs/<benchmark>.parquet."""
     from fgpo.stages import tools as stage
-    try:
-        path = stage.main(benchmark, params, bench_dir, out_dir)
-    except InputError as exc:
-        _fail(exc)
-    typer.echo(f"wrote {path}")
+    typer.echo(f"wrote {stage.main(benchmark, params, bench_dir, out_dir)}")
 
 
-@app.command("reward-table")
+@command("reward-table")
 def reward_table(reasoner: str = typer.Argument(..., help="name under reward_table.reasoners"),
                  benchmark: str = typer.Argument(...), params: Path = PARAMS,
                  data: Path = typer.Option(Path("data")),
@@ -60,37 +84,23 @@ def reward_table(reasoner: str = typer.Argument(..., help="name under reward_tab
                  merge: Optional[int] = typer.Option(
                      None, help="merge N finished shards into the stage's table")) -> None:
     """Build (or resume) the exhaustive reward table of one reasoner x benchmark."""
-    from fgpo.reasoners import ReasonerError
     from fgpo.stages import reward_table as stage
-    try:
-        path = stage.main(reasoner, benchmark, params, data, shard, base_url, merge)
-    except InputError as exc:
-        _fail(exc)
-    except ReasonerError as exc:
-        typer.secho(f"stopped: {exc}\nAnswered cells are saved; rerun the same command to resume.",
-                    fg=typer.colors.RED, err=True)
-        raise typer.Exit(3)
-    typer.echo(f"wrote {path}")
+    typer.echo(f"wrote {stage.main(reasoner, benchmark, params, data, shard, base_url, merge)}")
 
 
-@app.command("table-stats")
+@command("table-stats")
 def table_stats(reasoner: str = typer.Argument(...), benchmark: str = typer.Argument(...),
                 params: Path = PARAMS, data: Path = typer.Option(Path("data")),
                 metrics: Path = typer.Option(Path("metrics/reward_tables"))) -> None:
     """Baselines and zero-signal statistics of a reward table -> metrics JSON."""
     from fgpo.stages import table_stats as stage
-    try:
-        result = stage.main(reasoner, benchmark, params, data, metrics)
-    except InputError as exc:
-        _fail(exc)
-    for key, value in result.items():
-        if not key.startswith("family/") and key != "table/warnings":
-            typer.echo(f"{key:40s} {value:.4f}" if isinstance(value, float) else f"{key:40s} {value}")
+    result = stage.main(reasoner, benchmark, params, data, metrics)
+    echo(stage.outcome(result))
     for warning in result["table/warnings"]:  # loud, but the stage still writes its metrics
         typer.echo(f"warning: {reasoner}/{benchmark}: {warning}", err=True)
 
 
-@app.command()
+@command()
 def train(reasoner: str = typer.Argument(...), benchmark: str = typer.Argument(...),
           method: Optional[list[str]] = typer.Option(None, "--method", help="train only this "
                                                      "method (repeatable); default: train.methods"),
@@ -102,19 +112,12 @@ def train(reasoner: str = typer.Argument(...), benchmark: str = typer.Argument(.
     """Train the tool-selection policies of one setting (every method and seed in one process:
     the backbone's frozen layers are computed once), log to MLflow, write metrics and plots."""
     from fgpo.stages import train as stage
-    try:
-        summaries = stage.main(reasoner, benchmark, method or None, params, data,
-                               tracking=not no_mlflow, force=force)
-    except InputError as exc:
-        _fail(exc)
-    for name, summary in summaries.items():
-        typer.echo(f"[{name}]")
-        for key in ("test/accuracy", "test/expected_accuracy", "test/tools_per_question",
-                    "budget/reward_evals"):
-            typer.echo(f"  {key:28s} {summary[key]:.4f}")
+    summaries = stage.main(reasoner, benchmark, method or None, params, data,
+                           tracking=not no_mlflow, force=force)
+    echo(stage.outcome(summaries))
 
 
-@app.command()
+@command()
 def sweep(method: str = typer.Option(..., help="an estimator (`fgpo list-methods`)"),
           reasoner: str = typer.Option(...), benchmark: str = typer.Option(...),
           n_trials: Optional[int] = typer.Option(None, help="trials for this worker "
@@ -130,51 +133,26 @@ def sweep(method: str = typer.Option(..., help="an estimator (`fgpo list-methods
           no_mlflow: bool = typer.Option(False, "--no-mlflow", help="skip MLflow logging")) -> None:
     """Optuna study over LoRA and optimiser settings (start several to run workers)."""
     from fgpo.stages import sweep as stage
-    try:
-        study = stage.main(method, reasoner, benchmark, n_trials, storage, study_name,
-                           multi_objective, params, data, tracking=not no_mlflow)
-    except InputError as exc:
-        _fail(exc)
-    states = {}
-    for t in study.trials:
-        states[t.state.name] = states.get(t.state.name, 0) + 1
-    typer.echo(f"study {study.study_name}: {states}")
-    from fgpo.sweep.study import best_of, best_path
-    best = best_of(study)  # this study's own best, never another study's file
-    path = best_path(study.study_name)
-    if best is None:
-        typer.echo("no trial completed: no best params written")
-    else:
-        typer.echo(f"best trial {best['trial']}: val/accuracy {best['value']:.4f} -> {path}")
-        def value(k: str, v: object) -> str:  # -S values are parsed as YAML
-            return f"[{v}]" if k.endswith("target_modules") else str(v).lower() \
-                if isinstance(v, bool) else str(v)
-        overrides = " ".join(f"-S 'train.{k}={value(k, v)}'"
-                             for k, v in sorted(best["params"].items()))
-        typer.echo(f"train with them: dvc exp run {overrides}")
+    study = stage.main(method, reasoner, benchmark, n_trials, storage, study_name,
+                       multi_objective, params, data, tracking=not no_mlflow)
+    echo(stage.outcome(study))
 
 
-@app.command("list-methods")
+@command("list-methods")
 def list_methods() -> None:
     """Registered estimators (train.methods, `fgpo sweep --method`) and their settings."""
-    from dataclasses import fields
-
-    from fgpo.train.estimators import ESTIMATORS
-    for name, est in ESTIMATORS.items():
-        settings = ", ".join(f"{f.name}={f.default!r}" for f in fields(est.Config))
-        typer.echo(f"{name:12s} {(est.__doc__ or '').strip().splitlines()[0]}"
-                   f"  [train.{name}: {settings or 'no settings'}]")
+    from fgpo.stages import train as stage
+    echo(stage.method_list())
 
 
-@app.command("list-tools")
+@command("list-tools")
 def list_tools() -> None:
     """Registered tools with their one-line descriptions."""
-    from fgpo.tools import TOOL_REGISTRY
-    for name, cls in TOOL_REGISTRY.items():
-        typer.echo(f"{name:20s} v{cls.version}  {cls.description}")
+    from fgpo.stages import tools as stage
+    echo(stage.tool_list())
 
 
-@app.command("import")
+@command("import")
 def import_collection(
         name: str = typer.Option(..., help="benchmark name for the imported questions"),
         family: str = typer.Option(..., help="question family, e.g. promoter"),
@@ -194,34 +172,14 @@ def import_collection(
     Duplicate sequences within a class and sequences labelled both ways are dropped with a
     warning; repeated ids for different sequences are renamed id#2, id#3, ...
     """
-    import warnings
-
-    from fgpo.benchmarks import importer
-    from fgpo.seqio import atomic_write_parquet
-    kw = dict(name=name, family=family, organism=organism, seed=seed, question=question,
-              max_per_class=max_per_class)
-    with warnings.catch_warnings(record=True) as caught:  # shown as plain lines on stderr
-        warnings.simplefilter("always", UserWarning)
-        try:
-            if csv is not None and positives is None and negatives is None:
-                df = importer.import_csv(csv, seq_col, label_col, **kw)
-            elif csv is None and positives is not None and negatives is not None:
-                df = importer.import_fasta_pair(positives, negatives, **kw)
-            else:
-                raise InputError("give either --csv, or both --positives and --negatives")
-        except InputError as exc:
-            error = exc
-        else:
-            error = None
-    for w in caught:
-        typer.secho(f"warning: {w.message}", fg=typer.colors.YELLOW, err=True)
-    if error is not None:
-        _fail(error)
-    atomic_write_parquet(df, out, metadata={"benchmark": name, "imported": True})
-    typer.echo(f"wrote {out}: {len(df)} questions ({(df.answer == 'A').sum()} positive)")
+    from fgpo.stages import prepare as stage
+    path, n, pos = stage.import_collection(name, family, out, positives, negatives, csv,
+                                           seq_col, label_col, organism, question,
+                                           max_per_class, seed)
+    typer.echo(f"wrote {path}: {n} questions ({pos} positive)")
 
 
-@app.command()
+@command()
 def report(params: Path = PARAMS, data: Path = typer.Option(Path("data")),
            metrics: Path = typer.Option(Path("metrics")), plots: Path = typer.Option(Path("plots")),
            out: Path = typer.Option(Path("reports")),
@@ -230,27 +188,19 @@ def report(params: Path = PARAMS, data: Path = typer.Option(Path("data")),
            ) -> None:
     """FGPO vs GRPO across all settings -> reports/summary.md, figures, metrics/summary.json."""
     from fgpo.stages import report as stage
-    from fgpo.report.summary import outcome_line
-    try:
-        overall = stage.main(params, data, metrics, plots, out, tracking=not no_mlflow,
-                             links_only=links_only)
-    except InputError as exc:
-        _fail(exc)
-    typer.echo(outcome_line(overall))
+    overall = stage.main(params, data, metrics, plots, out, tracking=not no_mlflow,
+                         links_only=links_only)
+    typer.echo(stage.outcome_line(overall))
     typer.echo(f"wrote {out / 'mlflow_runs.md'}" if links_only else
                f"wrote {out / 'summary.md'}, {out / 'figures'}, {metrics / 'summary.json'}")
 
 
-@app.command()
+@command()
 def readme(params: Path = PARAMS, path: Path = typer.Option(Path("README.md")),
            bench_dir: Path = typer.Option(Path("data/benchmarks"))) -> None:
     """Regenerate the README's generated tables from the pipeline's outputs."""
-    from fgpo.report.readme import update_readme
-    try:
-        update_readme(path, params, bench_dir)
-    except InputError as exc:
-        _fail(exc)
-    typer.echo(f"updated {path}")
+    from fgpo.stages import readme as stage
+    typer.echo(f"updated {stage.main(path, params, bench_dir)}")
 
 
 def main() -> None:  # pragma: no cover - console entry

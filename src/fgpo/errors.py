@@ -1,4 +1,5 @@
-"""Errors that name the file, record and field at fault, so bad input is easy to find."""
+"""The project's two errors: bad input (naming the file, record and field at fault, so it is
+easy to find) and a reasoner backend that failed (the saved cells make a rerun resume)."""
 
 from __future__ import annotations
 
@@ -18,3 +19,7 @@ class InputError(ValueError):
         self.message = message
         self.file, self.record, self.field = file, record, field
         super().__init__(f"{', '.join(where)}: {message}" if where else message)
+
+
+class ReasonerError(RuntimeError):
+    """The backend failed after its retries; completed cells are saved, a rerun resumes."""

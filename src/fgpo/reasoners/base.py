@@ -6,7 +6,7 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from typing import Any
 
-from fgpo.errors import InputError
+from fgpo.errors import InputError, ReasonerError  # noqa: F401 (the backends raise it)
 from fgpo.question import Question
 from fgpo.tools.base import ToolOutput
 
@@ -95,10 +95,6 @@ class Request:
     question: Question
     mask: int
     evidence: dict[str, ToolOutput] = field(default_factory=dict)
-
-
-class ReasonerError(RuntimeError):
-    """The backend failed after its retries; completed cells are saved, a rerun resumes."""
 
 
 class Reasoner(ABC):

@@ -23,9 +23,9 @@ from fgpo.config import DEFAULT_PARAMS, load_section, read_params
 from fgpo.errors import InputError
 from fgpo.report import figures
 from fgpo.report.config import ReportConfig, read_methods
-from fgpo.report.summary import (SettingData, SplitTable, family_accuracy, overall_numbers,
-                                 render_summary, setting_numbers, settings_table, subset_choice,
-                                 summary_metrics)
+from fgpo.report.summary import (SettingData, SplitTable, family_accuracy,  # noqa: F401
+                                 outcome_line, overall_numbers, render_summary, setting_numbers,
+                                 settings_table, subset_choice, summary_metrics)
 from fgpo.rewards.data import table_path
 from fgpo.rewards.table import TableSettings, load_reward_table
 from fgpo.seqio import atomic_write_text, read_parquet

@@ -55,3 +55,22 @@ def main(method: str, reasoner: str, benchmark: str, n_trials: int | None = None
     if name == canonical and best is not None:  # a side study (--study-name) never hands off
         record_best(best, method, reasoner, benchmark)
     return study
+
+
+def outcome(study: optuna.Study) -> list[str]:
+    """What `fgpo sweep` prints: trial states, this study's own best (never another study's
+    file) and the `dvc exp run` that trains with it."""
+    states: dict[str, int] = {}
+    for t in study.trials:
+        states[t.state.name] = states.get(t.state.name, 0) + 1
+    lines = [f"study {study.study_name}: {states}"]
+    best = best_of(study)
+    if best is None:
+        return lines + ["no trial completed: no best params written"]
+
+    def value(k: str, v: object) -> str:  # -S values are parsed as YAML
+        return f"[{v}]" if k.endswith("target_modules") else str(v).lower() \
+            if isinstance(v, bool) else str(v)
+    overrides = " ".join(f"-S 'train.{k}={value(k, v)}'" for k, v in sorted(best["params"].items()))
+    return lines + [f"best trial {best['trial']}: val/accuracy {best['value']:.4f} -> "
+                    f"{best_path(study.study_name)}", f"train with them: dvc exp run {overrides}"]

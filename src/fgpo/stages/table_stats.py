@@ -24,3 +24,10 @@ def main(reasoner: str, benchmark: str, params: Path = DEFAULT_PARAMS,
     result = table_stats(table, cfg.group_size, option_counts(questions))
     atomic_write_text(json.dumps(result, indent=1) + "\n", stats_path(reasoner, benchmark, metrics))
     return result
+
+
+def outcome(result: dict[str, Any]) -> list[str]:
+    """What `fgpo table-stats` prints: every number but the per-family ones and the warnings."""
+    return [f"{key:40s} {value:.4f}" if isinstance(value, float) else f"{key:40s} {value}"
+            for key, value in result.items()
+            if not key.startswith("family/") and key != "table/warnings"]

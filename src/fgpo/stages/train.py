@@ -262,3 +262,30 @@ def write_method_outputs(results: list[RunResult], seeds: list[int], method: str
                                    ignore_index=True),
                          selections_root / reasoner / benchmark / f"{method}.parquet")
     return summary
+
+
+def method_list() -> list[str]:
+    """`fgpo list-methods`: each registered estimator, the first line of its module's docstring
+    (the method and its paper) and its `train.<name>:` settings with their defaults."""
+    import sys
+    from dataclasses import fields
+
+    from fgpo.train.estimators import ESTIMATORS
+    out = []
+    for name, est in ESTIMATORS.items():
+        doc = (sys.modules[est.__module__].__doc__ or "").strip().splitlines()
+        settings = ", ".join(f"{f.name}={f.default!r}" for f in fields(est.Config))
+        out += [f"{name}: {doc[0] if doc else ''}",
+                f"    train.{name}: {settings or '(no settings)'}"]
+    return out
+
+
+def outcome(summaries: dict[str, dict[str, Any]]) -> list[str]:
+    """What `fgpo train` prints: each method's headline test numbers and budget."""
+    lines = []
+    for name, summary in summaries.items():
+        lines.append(f"[{name}]")
+        lines += [f"  {key:28s} {summary[key]:.4f}" for key in (
+            "test/accuracy", "test/expected_accuracy", "test/tools_per_question",
+            "budget/reward_evals")]
+    return lines
