@@ -118,7 +118,7 @@ def test_imported_collection_runs_through_dvc_repro_unchanged(tmp_path):
     # the report: a row for the imported setting, and the collection in "What ran"
     summary = (work / "reports/summary.md").read_text()
     assert f"| {r} | {NAME} |" in summary and f"| {r} | genomeqa |" in summary
-    from fgpo.report.summary import sections
+    from fgpo.report.markdown import sections
     what_ran = sections(summary)["What ran"]
     assert "Imported collections" in what_ran
     assert f"{NAME} (24 E. coli promoter questions from `../real`" in what_ran

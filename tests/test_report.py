@@ -13,10 +13,10 @@ import pytest
 
 from fgpo.report import figures
 from fgpo.report.config import ReportConfig
-from fgpo.report.summary import (SettingData, SplitTable, budget_to_target,
-                                 family_accuracy, mean_curve, oracle_tools, outcome,
-                                 overall_numbers, render_summary, sections, setting_numbers,
-                                 settings_table, subset_choice, subset_label)
+from fgpo.report.data import SettingData, SplitTable, mean_curve, subset_label
+from fgpo.report.markdown import render_summary, sections, settings_table
+from fgpo.report.numbers import (budget_to_target, family_accuracy, oracle_tools, outcome,
+                                 overall_numbers, setting_numbers, subset_choice)
 
 REPO = Path(__file__).resolve().parents[1]
 

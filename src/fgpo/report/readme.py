@@ -82,7 +82,7 @@ README_SECTIONS = ("What ran", "Paper vs this run", "Test accuracy per setting",
 def results_block(summary_md: str) -> str:
     """The README's results: sections of reports/summary.md copied verbatim (headings one level
     down, figure paths made relative to the repository root), so every number matches."""
-    from fgpo.report.summary import sections
+    from fgpo.report.markdown import sections
     secs = sections(summary_md)
     missing = [t for t in README_SECTIONS if t not in secs]
     if missing:

@@ -13,19 +13,18 @@ import json
 import warnings
 from pathlib import Path
 from typing import Any
-from urllib.parse import quote
 
 import pandas as pd
 
-from fgpo.benchmarks import evidence
-from fgpo.benchmarks.config import ImportConfig, load_prepare
+from fgpo.benchmarks.config import load_prepare
 from fgpo.config import DEFAULT_PARAMS, load_section, read_params
 from fgpo.errors import InputError
 from fgpo.report import figures
 from fgpo.report.config import ReportConfig, read_methods
-from fgpo.report.summary import (SettingData, SplitTable, family_accuracy,  # noqa: F401
-                                 outcome_line, overall_numbers, render_summary, setting_numbers,
-                                 settings_table, subset_choice, summary_metrics)
+from fgpo.report.data import SettingData, SplitTable
+from fgpo.report.markdown import outcome_line, render_summary, settings_table, what_ran
+from fgpo.report.numbers import (family_accuracy, overall_numbers, setting_numbers,
+                                 subset_choice, summary_metrics)
 from fgpo.rewards.data import table_path
 from fgpo.rewards.table import TableSettings, load_reward_table
 from fgpo.seqio import atomic_write_text, read_parquet
@@ -67,72 +66,12 @@ def load_setting(reasoner: str, benchmark: str, methods: list[str], tools_cfg: T
         n_questions=len(table.families), table_meta=table.meta)
 
 
-def what_ran(params: Path, settings: list[SettingData]) -> str:
-    """What the default pipeline ran, from params.yaml and the reward tables' own records (each
-    table's reasoner backend and tool cost), set against what the paper ran."""
-    prepare = load_prepare(params)
-    tools = load_section(ToolsConfig, "tools", params)
-    train = read_params(params).get("train") or {}  # as declared (the train stage checked it)
-    built = list(dict.fromkeys(s.reasoner for s in settings))
-    backends = {s.table_meta["spec"]["backend"] for s in settings}
-    tool_cost = settings[0].table_meta["tool_cost"]
-    questions = {s.benchmark: s.n_questions for s in settings}
-    if backends == {"rule"}:
-        reasoners = (f"{len(built)} embedded rule-based reasoner profiles "
-                     f"({', '.join(built)}): deterministic programs that read the "
-                     "evidence a prompt would carry and differ in strength; no LLM ran. The "
-                     "paper used five frozen LLM reasoners")
-    else:
-        reasoners = f"{len(built)} reasoners ({', '.join(built)})"
-    generated, imported = [], []
-    for b, cfg in prepare.benchmarks.items():
-        split = "/".join(f"{100 * x:.0f}" for x in cfg.split)
-        if isinstance(cfg, ImportConfig):
-            imported.append(f"{b} ({questions[b]} {cfg.organism} {cfg.family} questions from "
-                            f"`{cfg.source}`, train/val/test {split}%)")
-        else:
-            generated.append(f"{b} ({cfg.n_questions} questions, {len(evidence(b))} families, "
-                             f"train/val/test {split}%)")
-    bench_lines = []
-    if generated:
-        bench_lines.append(
-            f"- **Benchmarks**: {', '.join(generated)}, generated offline from JASPAR matrices, "
-            "splice consensus and organism composition models. The paper used GenomeQA "
-            "(5,200 real sequence questions) and two further genomic benchmarks.")
-    if imported:
-        bench_lines.append(f"- **Imported collections** (real labelled sequences, yes/no "
-                           f"questions): {', '.join(imported)}.")
-    p, grpo = train.get("policy") or {}, train.get("grpo") or {}
-    layers = f"layers {p['lora_layers']}" if p.get("lora_layers", []) else "all layers"
-    return "\n".join([
-        f"- **Reasoners**: {reasoners}.",
-        *bench_lines,
-        f"- **Tools**: K = {len(tools.names)} ({', '.join(tools.names)}), so 2^K = "
-        f"{2 ** len(tools.names)} subsets; reward = correct − {tool_cost} × tools.",
-        f"- **Policy**: `{_get(p, 'kind')}` on `{_get(p, 'backbone')}` + LoRA r = "
-        f"{_get(p, 'lora_r')} on {', '.join(_get(p, 'lora_target_modules', []))} of {layers}, "
-        f"`{_get(p, 'head')}` head; KL β = {_get(train, 'beta')} to the `{_get(p, 'reference')}` "
-        "reference. The paper trained LLM-sized policies on GPUs.",
-        f"- **Training**: {_get(train, 'steps')} optimiser steps of {_get(train, 'batch_size')} "
-        f"questions for both methods, seeds {_get(train, 'seeds')}; GRPO with G = "
-        f"{_get(grpo, 'group_size')}, μ = {_get(grpo, 'inner_epochs')}, clip "
-        f"{_get(grpo, 'clip_eps')}. Both read the same reward table; GRPO's lookups are counted "
-        "as the reasoner calls an on-demand schedule makes.",
-    ])
-
-
-def _get(section: dict[str, Any], key: str, default: Any = "(default)") -> Any:
-    """A declared training setting; one left to its default is shown as such (the report
-    imports no training code, so it does not know the defaults)."""
-    return section.get(key, default)
-
-
 def mlflow_links(rows: list[dict[str, Any]], methods: list[str], cfg: ReportConfig,
                  table_md5: dict[str, str]) -> tuple[dict[str, str], str]:
     """Per setting, markdown links to its runs in the MLflow UI, from the local store."""
     from fgpo.redact import redact_text, redact_url
     from fgpo.tracking.mlflow_run import default_tracking_uri
-    from fgpo.tracking.runs import latest_finished_runs, local_store_missing, open_experiment
+    from fgpo.tracking.runs import local_store_missing, open_experiment, run_links
     uri = default_tracking_uri()
     if local_store_missing(uri):
         return {}, f"No tracking store at {redact_url(uri)}: the train stage ran without MLflow."
@@ -140,21 +79,11 @@ def mlflow_links(rows: list[dict[str, Any]], methods: list[str], cfg: ReportConf
         client, exp = open_experiment(EXPERIMENT, uri)
         if exp is None:
             return {}, f"No experiment {EXPERIMENT!r} in {redact_url(uri)}."
-        ui, links = cfg.mlflow_ui.rstrip("/"), {}
+        links = {}
         for r in rows:
             setting = f"{r['reasoner']}/{r['benchmark']}"
-            ids = {m: latest_finished_runs(client, exp.experiment_id,
-                                           {"method": m, "setting": setting,
-                                            "table_md5": table_md5[setting]})
-                   for m in methods}
-            parts = [f"[{m.upper()} s{i}]({ui}/#/experiments/{exp.experiment_id}/runs/{rid})"
-                     for m in methods for i, rid in enumerate(ids[m])]
-            every = [rid for m in methods for rid in ids[m]]
-            if every:
-                q = quote(json.dumps(every, separators=(",", ":")))
-                e = quote(json.dumps([exp.experiment_id]))
-                parts.append(f"[compare]({ui}/#/compare-runs?runs={q}&experiments={e})")
-            links[setting] = " · ".join(parts) or "no finished run"
+            links[setting] = run_links(client, exp.experiment_id, cfg.mlflow_ui, methods,
+                                       {"setting": setting, "table_md5": table_md5[setting]})
         where = (f"Tracking store: `{redact_url(uri)}`, experiment `{EXPERIMENT}` "
                  f"(id {exp.experiment_id}).")
         return links, where
@@ -196,7 +125,9 @@ def main(params: Path = DEFAULT_PARAMS, data: Path = Path("data"),
     figures.family_accuracy(fam, fig["Per-family test accuracy"])
     figures.subset_heatmaps(choices, tools_cfg.names, cfg.heatmap_reasoner,
                             fig["Subset choice per family"])
-    summary = render_summary(rows, overall, fam, what_ran(params, settings), FIGURES, cfg)
+    ran = what_ran(load_prepare(params), tools_cfg, read_params(params).get("train") or {},
+                   settings)
+    summary = render_summary(rows, overall, fam, ran, FIGURES, cfg)
     atomic_write_text(summary, out / "summary.md")
     atomic_write_text(json.dumps(summary_metrics(rows, overall), indent=1) + "\n",
                       metrics / "summary.json")
@@ -204,6 +135,9 @@ def main(params: Path = DEFAULT_PARAMS, data: Path = Path("data"),
     if tracking and write_links(settings, rows, cfg, data, out):
         log_report_run(overall, cfg, out)
     return overall
+
+
+__all__ = ["main", "outcome_line"]  # outcome_line: what `fgpo report` prints
 
 
 def write_links(settings: list[SettingData], rows: list[dict[str, Any]], cfg: ReportConfig,

@@ -28,6 +28,7 @@ import pandas as pd
 from fgpo.config import DEFAULT_PARAMS, load_section
 from fgpo.errors import InputError
 from fgpo.evaluate import evaluate_test
+from fgpo.report import figures
 from fgpo.rewards.data import load_run_data, table_path
 from fgpo.rewards.stats import require_trainable
 from fgpo.rewards.table import RunData
@@ -74,25 +75,6 @@ def summarise(results: list[RunResult], seeds: list[int]) -> dict[str, Any]:
         out[f"{key}_std"] = float(vals.std())
     out["seeds"] = seeds
     return out
-
-
-def learning_curve_png(history: list[dict], path: Path, title: str) -> None:
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    df = pd.DataFrame(history)
-    fig, axes = plt.subplots(1, 3, figsize=(12, 3.2))
-    val = df.dropna(subset=["val/accuracy"])
-    axes[0].plot(val["train/reward_evals"].ffill(), val["val/accuracy"], marker="o")
-    axes[0].set(xlabel="reward evaluations", ylabel="val accuracy")
-    axes[1].plot(df.step, df["train/zero_signal_frac"])
-    axes[1].set(xlabel="step", ylabel="zero-signal fraction")
-    axes[2].plot(df.step, df["train/expected_reward"])
-    axes[2].set(xlabel="step", ylabel="E_pi[r] (train batch)")
-    fig.suptitle(title)
-    fig.tight_layout()
-    fig.savefig(path, dpi=90)
-    plt.close(fig)
 
 
 def main(reasoner: str, benchmark: str, methods: list[str] | None = None,
@@ -225,8 +207,8 @@ def train_seed(ctx: RunContext, method: str, cfg: TrainConfig, seed: int, best: 
         out_dir.mkdir(parents=True, exist_ok=True)
         atomic_write_parquet(result.selections, out_dir / "test_selections.parquet")
         result.policy.save_adapter(out_dir / "adapter")
-        learning_curve_png(result.history, out_dir / "learning_curve.png",
-                           f"{method} {ctx.reasoner}/{ctx.benchmark} seed {seed}")
+        figures.learning_curve(result.history, out_dir / "learning_curve.png",
+                               f"{method} {ctx.reasoner}/{ctx.benchmark} seed {seed}")
         if tracker is not None:
             tracker.log_metrics({k: v for k, v in result.final.items()
                                  if k.startswith(("test/", "budget/", "baseline/"))}, cfg.steps)

@@ -1,6 +1,10 @@
-"""Lookups in the tracking store: the experiment, and the finished runs of one setting."""
+"""Lookups in the tracking store: the experiment, the finished runs of one setting, and links
+to them in the MLflow UI."""
 
 from __future__ import annotations
+
+import json
+from urllib.parse import quote
 
 from mlflow.entities import Experiment
 from mlflow.tracking import MlflowClient
@@ -30,3 +34,19 @@ def latest_finished_runs(client: MlflowClient, experiment_id: str, tags: dict[st
         latest.setdefault(run.data.tags.get("seed", "?"), run.info.run_id)
     return [latest[s] for s in sorted(latest)]
 
+
+
+def run_links(client: MlflowClient, experiment_id: str, ui: str, methods: list[str],
+              tags: dict[str, str]) -> str:
+    """Markdown links to the MLflow UI: each method's latest finished run per seed (matching
+    `tags` and `method`) and one compare view of them all; 'no finished run' when none."""
+    ui = ui.rstrip("/")
+    ids = {m: latest_finished_runs(client, experiment_id, {"method": m, **tags}) for m in methods}
+    parts = [f"[{m.upper()} s{i}]({ui}/#/experiments/{experiment_id}/runs/{rid})"
+             for m in methods for i, rid in enumerate(ids[m])]
+    every = [rid for m in methods for rid in ids[m]]
+    if every:
+        q = quote(json.dumps(every, separators=(",", ":")))
+        e = quote(json.dumps([experiment_id]))
+        parts.append(f"[compare]({ui}/#/compare-runs?runs={q}&experiments={e})")
+    return " · ".join(parts) or "no finished run"
