@@ -31,6 +31,5 @@ def sweep_config(grace: int = 120, **kw) -> SweepConfig:
 if __name__ == "__main__":
     backbone, storage, n = sys.argv[1], sys.argv[2], int(sys.argv[3])
     grace = int(sys.argv[4]) if len(sys.argv) > 4 else 120
-    out = Path(sys.argv[5]) if len(sys.argv) > 5 else None
     run_sweep("grpo", "synthetic", "synthetic", tiny_cfg(backbone), sweep_config(grace),
-              synthetic_data(), n, storage, "grpo-synthetic", best_out=out)
+              synthetic_data(), n, storage, "grpo-synthetic")

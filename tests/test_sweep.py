@@ -17,7 +17,7 @@ from mlflow.tracking import MlflowClient
 
 from fgpo.errors import InputError
 from fgpo.sweep.space import parse_space
-from fgpo.sweep.study import SweepConfig, TrialTracker, open_storage, run_sweep
+from fgpo.sweep.study import SweepConfig, TrialTracker, best_of, open_storage, run_sweep
 from fgpo.train.config import TrainConfig
 from fgpo.train.overrides import apply
 
@@ -95,9 +95,8 @@ def _runs(uri: str) -> list:
 
 def test_study_logs_parent_and_nested_trials_and_writes_best(tiny_backbone, mlflow_uri, tmp_path):
     storage = f"sqlite:///{tmp_path / 'optuna.db'}"
-    best = tmp_path / "best.json"
     study = run_sweep("grpo", "synthetic", "synthetic", tiny_cfg(tiny_backbone), sweep_config(),
-                      synthetic_data(), 5, storage, "s", best_out=best)
+                      synthetic_data(), 5, storage, "s")
     assert len(study.trials) == 5
     runs = _runs(mlflow_uri)
     parents = [r for r in runs if r.data.tags["kind"] == "study"]
@@ -110,10 +109,12 @@ def test_study_logs_parent_and_nested_trials_and_writes_best(tiny_backbone, mlfl
         assert r.info.status == {"COMPLETE": "FINISHED", "PRUNED": "KILLED"}[t.state.name]
         assert float(r.data.params["learning_rate"]) == pytest.approx(t.params["learning_rate"])
         assert "val/accuracy" in r.data.metrics
-    written = json.loads(best.read_text())
-    assert written["trial"] == study.best_trial.number
-    assert written["params"] == study.best_trial.params
+    best = best_of(study)
+    assert best["trial"] == study.best_trial.number
+    assert best["params"] == study.best_trial.params
     assert parents[0].data.tags["best_trial"] == str(study.best_trial.number)
+    assert json.loads(parents[0].data.tags["best_params"]) == best["params"]
+    assert not (tmp_path / "sweeps").exists()  # run_sweep writes no file: the stage hands off
 
 
 def test_a_trial_that_raises_is_recorded_failed_and_the_study_goes_on(tiny_backbone, mlflow_uri,
@@ -178,23 +179,23 @@ def test_best_params_are_kept_per_study(tiny_backbone, mlflow_uri, tmp_path, mon
             "--n-trials", "1", "--params", str(params)]
     r = CliRunner().invoke(app, args)
     assert r.exit_code == 0, r.output
-    canonical = tmp_path / "sweeps/best/grpo-synthetic-synthetic.json"
-    first = canonical.read_bytes()
-    handoff = tmp_path / "sweeps/best.yaml"  # what the train stage reads (a DVC params file)
-    assert read_best("grpo", "synthetic", "synthetic", handoff) == json.loads(first)
+    handoff = tmp_path / "sweeps/best.yaml"  # the one hand-off, read by the train stage
+    first = read_best("grpo", "synthetic", "synthetic", handoff)
+    assert first["study"] == "grpo-synthetic-synthetic" and "-> sweeps/best.yaml" in r.output
     handed = handoff.read_bytes()
     r = CliRunner().invoke(app, [*args, "--study-name", "s2"])
     assert r.exit_code == 0, r.output
-    assert canonical.read_bytes() == first  # a second study never overwrites the canonical one
-    assert handoff.read_bytes() == handed  # ... nor hands its params to the train stage
-    assert json.loads((tmp_path / "sweeps/best/s2.json").read_text())["study"] == "s2"
+    assert handoff.read_bytes() == handed  # a side study never hands its params to training
+    assert "a side study" in r.output
     # a study whose only trial fails: no best, and it says so instead of another study's best
     failing = {**SPACE, "batch_size": {"type": "categorical", "choices": [10_000]}}
     params = _stage_params(tmp_path, tiny_backbone, failing)
     r = CliRunner().invoke(app, [*args[:-1], str(params), "--study-name", "s3"])
     assert r.exit_code == 0, r.output
     assert "no trial completed" in r.output and "best trial" not in r.output
-    assert not (tmp_path / "sweeps/best/s3.json").exists()
+    assert handoff.read_bytes() == handed
+    assert sorted(p.name for p in (tmp_path / "sweeps").iterdir()) == ["best.yaml",
+                                                                       "best.yaml.lock"]
     parents = [x for x in _runs(mlflow_uri) if x.data.tags["kind"] == "study"]
     assert {x.data.tags["study"]: x.info.status for x in parents} == {
         "grpo-synthetic-synthetic": "FINISHED", "s2": "FINISHED", "s3": "FAILED"}
@@ -203,7 +204,7 @@ def test_best_params_are_kept_per_study(tiny_backbone, mlflow_uri, tmp_path, mon
     data = yaml.safe_load(params.read_text())
     data["sweep"]["apply_best"] = True
     params.write_text(yaml.safe_dump(data))
-    assert swept_params("grpo", "synthetic", "synthetic", params) == json.loads(first)
+    assert swept_params("grpo", "synthetic", "synthetic", params) == first
 
 
 # ---- worker processes ---------------------------------------------------------------------------
@@ -245,8 +246,10 @@ def test_killed_worker_trial_is_retried_by_the_restarted_worker(tiny_backbone, t
     at_kill = {r.info.run_id: r.info.status for r in _runs(mlflow_db)}
     killed_run = killed[0].user_attrs["mlflow_run_id"]
     if where == "other-host":
-        study = optuna.load_study(study_name="grpo-synthetic", storage=storage)
-        study._storage.set_trial_user_attr(killed[0]._trial_id, "worker", "elsewhere:1")
+        rdb = optuna.storages.RDBStorage(storage)
+        trial_id = rdb.get_trial_id_from_study_id_trial_number(
+            rdb.get_study_id_from_name("grpo-synthetic"), killed[0].number)
+        rdb.set_trial_user_attr(trial_id, "worker", "elsewhere:1")
         time.sleep(grace + 1)  # its heartbeat is stale now
     start = time.time()
     resumed = _worker(tiny_backbone, storage, 2, env, grace=grace)

@@ -133,9 +133,9 @@ def sweep(method: str = typer.Option(..., help="an estimator (`fgpo list-methods
           no_mlflow: bool = typer.Option(False, "--no-mlflow", help="skip MLflow logging")) -> None:
     """Optuna study over LoRA and optimiser settings (start several to run workers)."""
     from fgpo.stages import sweep as stage
-    study = stage.main(method, reasoner, benchmark, n_trials, storage, study_name,
-                       multi_objective, params, data, tracking=not no_mlflow)
-    echo(stage.outcome(study))
+    study, handed_off = stage.main(method, reasoner, benchmark, n_trials, storage, study_name,
+                                   multi_objective, params, data, tracking=not no_mlflow)
+    echo(stage.outcome(study, handed_off))
 
 
 @command("list-methods")

@@ -16,11 +16,11 @@ from fgpo.config import DEFAULT_PARAMS, load_section
 from fgpo.errors import InputError
 from fgpo.rewards.data import load_run_data, table_path
 from fgpo.rewards.stats import require_trainable
-from fgpo.sweep.study import SweepConfig, best_of, best_path, resolve_storage, run_sweep, study_name
+from fgpo.sweep.study import SweepConfig, best_of, resolve_storage, run_sweep, study_name
 from fgpo.tools import ToolsConfig
 from fgpo.train.config import TrainConfig
 from fgpo.train.estimators import ESTIMATORS
-from fgpo.train.overrides import record_best
+from fgpo.train.overrides import BEST_PARAMS, record_best
 
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
 
@@ -28,7 +28,9 @@ _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
 def main(method: str, reasoner: str, benchmark: str, n_trials: int | None = None,
          storage: str | None = None, name: str | None = None, multi_objective: bool | None = None,
          params: Path = DEFAULT_PARAMS, data: Path = Path("data"), tracking: bool = True
-         ) -> optuna.Study:
+         ) -> tuple[optuna.Study, bool]:
+    """Run this worker's trials of the study; the canonical study's best goes to the hand-off
+    file (sweeps/best.yaml). Returns (study, whether its best was handed off)."""
     from fgpo.tracking import sigterm_as_exit
 
     if method not in ESTIMATORS:
@@ -50,14 +52,15 @@ def main(method: str, reasoner: str, benchmark: str, n_trials: int | None = None
                       str(table_path(reasoner, benchmark, data / "reward_tables")))
     with sigterm_as_exit():
         study = run_sweep(method, reasoner, benchmark, train_cfg, cfg, run_data,
-                          n_trials or cfg.n_trials, url, name, best_path(name), tracking)
+                          n_trials or cfg.n_trials, url, name, tracking)
     best = best_of(study)
-    if name == canonical and best is not None:  # a side study (--study-name) never hands off
+    handed_off = name == canonical and best is not None  # a side study never hands off
+    if handed_off:
         record_best(best, method, reasoner, benchmark)
-    return study
+    return study, handed_off
 
 
-def outcome(study: optuna.Study) -> list[str]:
+def outcome(study: optuna.Study, handed_off: bool) -> list[str]:
     """What `fgpo sweep` prints: trial states, this study's own best (never another study's
     file) and the `dvc exp run` that trains with it."""
     states: dict[str, int] = {}
@@ -72,5 +75,8 @@ def outcome(study: optuna.Study) -> list[str]:
         return f"[{v}]" if k.endswith("target_modules") else str(v).lower() \
             if isinstance(v, bool) else str(v)
     overrides = " ".join(f"-S 'train.{k}={value(k, v)}'" for k, v in sorted(best["params"].items()))
-    return lines + [f"best trial {best['trial']}: val/accuracy {best['value']:.4f} -> "
-                    f"{best_path(study.study_name)}", f"train with them: dvc exp run {overrides}"]
+    where = (f"-> {BEST_PARAMS} (the train stage applies it with sweep.apply_best: true)"
+             if handed_off else "(a side study: kept in its storage and MLflow run, not handed "
+                                "to training)")
+    return lines + [f"best trial {best['trial']}: val/accuracy {best['value']:.4f} {where}",
+                    f"train with them: dvc exp run {overrides}"]

@@ -28,7 +28,6 @@ from optuna.storages import RDBStorage, RetryHeartbeatStaleTrialCallback
 from fgpo.errors import InputError
 from fgpo.redact import redact_text, redact_url, url_with_password_from_env
 from fgpo.rewards.table import RunData
-from fgpo.seqio import atomic_write_text
 from fgpo.sweep.space import Dimension, parse_space, space_hash
 from fgpo.tracking.provenance import SWEEP_EXPERIMENT
 from fgpo.train.config import TrainConfig
@@ -36,7 +35,6 @@ from fgpo.train.loop import train_run
 from fgpo.train.overrides import apply
 
 OBJECTIVE = "val/accuracy"
-BEST_ROOT = Path("sweeps/best")
 
 
 @dataclass
@@ -71,9 +69,10 @@ class SweepConfig:
     grace_period: int = 120
     apply_best: bool = False
     """The train stage trains each setting with the best params of its canonical study
-    (<method>-<reasoner>-<benchmark>, recorded in sweeps/best.yaml) where one exists; studies
-    under another --study-name write only sweeps/best/<study>.json and are never applied.
-    Read by the train stage itself (`fgpo.train.overrides.apply_best`)."""
+    (<method>-<reasoner>-<benchmark>, recorded in sweeps/best.yaml, the one hand-off file from
+    sweep to train) where one exists; a study under another --study-name keeps its best in its
+    storage and its MLflow parent run, never in the hand-off. Read by the train stage itself
+    (`fgpo.train.overrides.apply_best`)."""
     space: dict[str, dict[str, Any]] = field(default_factory=dict)
     """name -> {type: float|int|categorical, low, high, log, choices}; names are dotted paths
     into the train section (learning_rate, policy.lora_r, grpo.clip_eps, ...)."""
@@ -88,12 +87,6 @@ class SweepConfig:
     def dimensions(self, method: str) -> list[Dimension]:
         """The shared dimensions plus those of `method` (grpo.* only for GRPO)."""
         return [d for d in parse_space(self.space) if d.method() in (None, method)]
-
-
-def best_path(study: str, root: Path = BEST_ROOT) -> Path:
-    """Where a study's best params live: one file per study, so that a second study of the same
-    setting (`--study-name s2`) never overwrites the canonical study's choice."""
-    return root / f"{study}.json"
 
 
 def study_name(method: str, reasoner: str, benchmark: str) -> str:
@@ -143,24 +136,25 @@ def open_storage(url: str, cfg: SweepConfig) -> RDBStorage:
                          field="sweep.storage") from None
 
 
-def recover_dead_workers(study: optuna.Study) -> list[int]:
+def recover_dead_workers(study: optuna.Study, storage: RDBStorage) -> list[int]:
     """Fail (and re-queue once) the RUNNING trials of dead worker processes on this host.
 
     Trials record their worker as host:pid; on the same host a pid that no longer exists is a
     killed worker. Other hosts' trials are left to the heartbeat check. Returns trial numbers.
     """
     host, failed = socket.gethostname(), []
+    study_id = storage.get_study_id_from_name(study.study_name)
     for t in study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.RUNNING,)):
         worker_host, _, pid = str(t.user_attrs.get("worker", "")).rpartition(":")
         if worker_host != host or not pid.isdigit() or _pid_alive(int(pid)):
             continue
+        trial_id = storage.get_trial_id_from_study_id_trial_number(study_id, t.number)
         try:
-            if not study._storage.set_trial_state_values(t._trial_id,
-                                                         state=optuna.trial.TrialState.FAIL):
+            if not storage.set_trial_state_values(trial_id, state=optuna.trial.TrialState.FAIL):
                 continue
         except optuna.exceptions.UpdateFinishedTrialError:  # another worker got there first
             continue
-        frozen = study._storage.get_trial(t._trial_id)
+        frozen = storage.get_trial(trial_id)
         RetryAndEndRun(max_retry=1)(study, frozen)
         failed.append(t.number)
     # trials failed by the heartbeat check in a process that died before ending their runs
@@ -232,16 +226,16 @@ class TrialTracker:
 
 def run_sweep(method: str, reasoner: str, benchmark: str, train_cfg: TrainConfig,
               cfg: SweepConfig, data: RunData, n_trials: int, storage_url: str,
-              name: str | None = None, best_out: Path | None = None,
-              tracking: bool = True) -> optuna.Study:
-    """Run `n_trials` trials of the study (joining it if it exists) and write its best params."""
+              name: str | None = None, tracking: bool = True) -> optuna.Study:
+    """Run `n_trials` trials of the study (joining it if it exists); its best trial is tagged on
+    the MLflow parent run (the caller hands a canonical study's best to training)."""
     from fgpo.tracking import Tracker
 
     dims = cfg.dimensions(method)
     name = name or study_name(method, reasoner, benchmark)
     storage = open_storage(storage_url, cfg)
     study = open_study(name, storage, dims, cfg)
-    recover_dead_workers(study)
+    recover_dead_workers(study, storage)
     base = replace(train_cfg, steps=cfg.steps, eval_every=cfg.eval_every,
                    checkpoint_every=cfg.steps, seeds=train_cfg.seeds[:1])
     tags = {"method": method, "reasoner": reasoner, "benchmark": benchmark, "study": name,
@@ -299,7 +293,7 @@ def run_sweep(method: str, reasoner: str, benchmark: str, train_cfg: TrainConfig
         if parent is not None:
             parent.end("KILLED")
         raise
-    best = write_best(study, best_out) if best_out else best_of(study)
+    best = best_of(study)
     if parent is not None:
         if best is not None:
             parent.log_metrics({"best/" + OBJECTIVE: best["value"]}, len(study.trials))
@@ -321,12 +315,3 @@ def best_of(study: optuna.Study) -> dict[str, Any] | None:
                                                                     key=lambda t: t.values[0])
     return {"study": study.study_name, "trial": best.number, "value": best.values[0],
             "params": best.params}
-
-
-def write_best(study: optuna.Study, path: Path) -> dict[str, Any] | None:
-    """The study's best params as JSON (the file the train stage reads); a study with no
-    completed trial writes nothing and leaves any earlier file alone."""
-    out = best_of(study)
-    if out is not None:
-        atomic_write_text(json.dumps(out, indent=1, sort_keys=True) + "\n", path)
-    return out
