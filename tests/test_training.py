@@ -15,8 +15,8 @@ from transformers import AutoTokenizer, BertConfig, BertModel
 from fgpo.errors import InputError
 from fgpo.policy import build_policy
 from fgpo.policy.base import DEFAULT_BACKBONE, PolicyConfig, resolve_backbone
-from fgpo.question import Question
 from fgpo.evaluate import evaluate_test
+from fgpo.question import Question
 from fgpo.rewards.table import RewardTable, RunData
 from fgpo.train.base import Batch
 from fgpo.train.config import TrainConfig
@@ -280,35 +280,73 @@ def test_batch_size_above_the_train_split_is_refused_before_the_model(tmp_path):
     assert exc.value.field == "train.batch_size" and f"({n_train} questions)" in str(exc.value)
 
 
-def test_lora_target_suggestion_lists_only_linear_modules():
-    """The suggestion used to show one module from the middle of the list (an activation)."""
+def _tiny_bert():
     from transformers import BertConfig, BertModel
 
-    from fgpo.policy.lora import lora_target_regex
+    return BertModel(BertConfig(hidden_size=16, num_hidden_layers=2, num_attention_heads=2,
+                                intermediate_size=32, vocab_size=50))
 
-    model = BertModel(BertConfig(hidden_size=16, num_hidden_layers=2, num_attention_heads=2,
-                                 intermediate_size=32, vocab_size=50))
+
+def _adapted(model, targets, layers) -> list[str]:
+    """The modules peft adapts under our config (the LoRA layers it inserted)."""
+    from peft import get_peft_model
+
+    from fgpo.policy.lora import lora_config
+    peft_model = get_peft_model(model, lora_config(model, targets, layers, r=2))
+    return sorted(n.removeprefix("base_model.model.").removesuffix(".lora_A")
+                  for n, _ in peft_model.named_modules() if n.endswith(".lora_A"))
+
+
+def test_lora_target_suggestion_lists_only_linear_modules():
+    """The suggestion used to show one module from the middle of the list (an activation)."""
+    from fgpo.policy.lora import lora_config
+
+    model = _tiny_bert()
     with pytest.raises(InputError, match="train.policy.lora_target_modules") as exc:
-        lora_target_regex(model, ["q_proj"], [])
+        lora_config(model, ["q_proj"], [])
     listed = str(exc.value).split("Linear modules are ")[1]
     linear = {n.split(".", 3)[3] for n, m in model.named_modules()
               if isinstance(m, torch.nn.Linear) and n.startswith("encoder.layer.")}
     assert eval(listed) == sorted(linear)  # every block Linear suffix, and nothing else
     assert "attention.self.query" in listed and "act" not in listed
+    with pytest.raises(InputError, match="'query' not found"):  # no block 7 in two layers
+        lora_config(model, ["query"], [7])
 
 
 def test_pooler_is_never_adapted():
-    """BERT's bare `dense` also names the pooler; targets match inside blocks only."""
-    from transformers import BertConfig, BertModel
-
-    from fgpo.policy.lora import lora_target_regex
-    import re
-
-    model = BertModel(BertConfig(hidden_size=16, num_hidden_layers=2, num_attention_heads=2,
-                                 intermediate_size=32, vocab_size=50))
-    pattern = re.compile(lora_target_regex(model, ["dense"], []))
-    hits = [n for n, _ in model.named_modules() if pattern.match(n)]
+    """BERT's bare `dense` also names the pooler; peft adapts inside the chosen blocks only."""
+    hits = _adapted(_tiny_bert(), ["dense"], [])
     assert "pooler.dense" not in hits and len(hits) == 6  # 3 dense per block x 2 blocks
-    pattern = re.compile(lora_target_regex(model, ["attention.output.dense"], [1]))
-    assert [n for n, _ in model.named_modules() if pattern.match(n)] == [
+    assert _adapted(_tiny_bert(), ["attention.output.dense"], [1]) == [
         "encoder.layer.1.attention.output.dense"]
+    assert _adapted(_tiny_bert(), ["query", "value"], [0]) == [
+        "encoder.layer.0.attention.self.query", "encoder.layer.0.attention.self.value"]
+
+
+def test_a_saved_adapter_loads_back_with_peft_and_gives_the_same_log_probs(tiny_backbone,
+                                                                           tmp_path):
+    """What `save_adapter` writes is a plain peft adapter (plus the head): PeftModel loads it
+    onto a fresh backbone, and the policy's log-probabilities come out the same."""
+    from peft import PeftModel
+    from transformers import AutoModel
+
+    data = synthetic_data()
+    cfg = tiny_cfg(tiny_backbone, steps=3)
+    cfg = replace(cfg, policy=replace(cfg.policy, lora_layers=[1]))
+    trained = train_run("fgpo", cfg, data, seed=0, progress=False).policy
+    assert any(float(p.abs().sum()) > 0 for n, p in trained.named_parameters() if "lora_B" in n)
+    trained.save_adapter(tmp_path / "adapter")
+    assert (tmp_path / "adapter" / "adapter_config.json").exists()
+
+    fresh = build_policy(cfg.policy, len(data.tool_names), data.tool_names, seed=1)
+    fresh.prepare(data.questions)
+    fresh.eval()
+    rows = torch.arange(len(data.questions))
+    untrained = fresh.log_probs(rows)
+    fresh.backbone = PeftModel.from_pretrained(
+        AutoModel.from_pretrained(tiny_backbone, add_pooling_layer=False), tmp_path / "adapter")
+    fresh.head.load_state_dict(torch.load(tmp_path / "adapter" / "subset_head.pt"))
+    fresh.prepare(data.questions)
+    fresh.eval()
+    torch.testing.assert_close(fresh.log_probs(rows), trained.log_probs(rows))
+    assert not torch.allclose(untrained, trained.log_probs(rows), atol=1e-3)  # it moved

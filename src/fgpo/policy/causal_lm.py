@@ -10,12 +10,12 @@ from __future__ import annotations
 from pathlib import Path
 
 import torch
-from peft import LoraConfig, get_peft_model
+from peft import get_peft_model
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
 from fgpo.errors import InputError
 from fgpo.policy.base import Policy, PolicyConfig, policy_text, resolve_backbone
-from fgpo.policy.lora import lora_target_regex
+from fgpo.policy.lora import lora_config
 from fgpo.question import Question
 from fgpo.tools.subsets import subset_tools
 
@@ -46,10 +46,9 @@ class CausalLMPolicy(Policy):
         if tok.pad_token is None:
             tok.pad_token = tok.eos_token
         tok.truncation_side = "left"  # long prompts keep their end, next to the continuation
-        lora = LoraConfig(r=cfg.lora_r, lora_alpha=cfg.lora_alpha, lora_dropout=cfg.lora_dropout,
-                          task_type="CAUSAL_LM",
-                          target_modules=lora_target_regex(base, cfg.lora_target_modules,
-                                                           cfg.lora_layers))
+        lora = lora_config(base, cfg.lora_target_modules, cfg.lora_layers, r=cfg.lora_r,
+                           lora_alpha=cfg.lora_alpha, lora_dropout=cfg.lora_dropout,
+                           task_type="CAUSAL_LM")
         self.model = get_peft_model(base, lora)
 
         # The continuations are the same for every question: tokenised once, right-padded.

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import torch
 import transformers
-from peft import LoraConfig, get_peft_model
+from peft import get_peft_model
 from tqdm import tqdm
 from transformers import AutoModel, AutoTokenizer
 from transformers.masking_utils import create_bidirectional_mask
@@ -27,7 +27,7 @@ from fgpo.config import cache_dir
 from fgpo.errors import InputError
 from fgpo.policy.base import Policy, PolicyConfig, policy_text, resolve_backbone
 from fgpo.policy.heads import FactorizedHead, SubsetHead
-from fgpo.policy.lora import lora_target_regex
+from fgpo.policy.lora import lora_config
 from fgpo.question import Question
 
 # BERT-style encoders (embeddings, then encoder.layer[i](hidden, mask)) the cache can split.
@@ -78,9 +78,8 @@ class EncoderPolicy(Policy):
         except OSError as exc:
             raise InputError(f"cannot load backbone: {exc}".splitlines()[0], file=cfg.backbone,
                              field="train.policy.backbone") from exc
-        lora = LoraConfig(r=cfg.lora_r, lora_alpha=cfg.lora_alpha, lora_dropout=cfg.lora_dropout,
-                          target_modules=lora_target_regex(base, cfg.lora_target_modules,
-                                                           cfg.lora_layers))
+        lora = lora_config(base, cfg.lora_target_modules, cfg.lora_layers, r=cfg.lora_r,
+                           lora_alpha=cfg.lora_alpha, lora_dropout=cfg.lora_dropout)
         self.backbone = get_peft_model(base, lora)
         head = SubsetHead if cfg.head == "subset" else FactorizedHead
         self.head = head(base.config.hidden_size, n_tools)
