@@ -4,7 +4,6 @@ table statistics against hand computation and brute-force enumeration."""
 from __future__ import annotations
 
 import itertools
-import json
 import os
 import signal
 import subprocess
@@ -262,7 +261,7 @@ def _stage_data(small, tmp_path, table=True):
     from fgpo.question import to_frame
     from fgpo.seqio import atomic_write_parquet
     from fgpo.tools import tool_fingerprint
-    from fgpo.tools.base import config_dict
+    from dataclasses import asdict as config_dict
     from fgpo.tools.outputs import run_tools
 
     qs, _, cfg = small

@@ -21,7 +21,7 @@ from fgpo.errors import InputError
 from fgpo.question import Question
 from fgpo.seqio import atomic_write_parquet
 from fgpo.tools import ToolsConfig, build_tools, tool_fingerprint
-from fgpo.tools.base import config_dict
+from dataclasses import asdict as config_dict
 from fgpo.tools.composition import Composition
 from fgpo.tools.motifs import MotifScan, load_motif, load_pssm, pssm_threshold
 from fgpo.tools.orfs import OrfFinder

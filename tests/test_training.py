@@ -5,7 +5,6 @@ bit; bad inputs fail before training starts."""
 from __future__ import annotations
 
 from dataclasses import replace
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -272,7 +271,7 @@ def test_out_of_range_settings_are_refused_by_the_config(change, field):
 
 def test_batch_size_above_the_train_split_is_refused_before_the_model(tmp_path):
     data = synthetic_data()  # 3 families x 8 train questions
-    n_train = len(data.split("train"))
+    n_train = len(data.rows("train"))
     # the backbone does not exist: the batch-size error must come first, before any loading
     cfg = tiny_cfg(str(tmp_path / "no" / "such" / "model"), batch_size=n_train + 1)
     with pytest.raises(InputError) as exc:

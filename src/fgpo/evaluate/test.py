@@ -15,7 +15,7 @@ def evaluate_test(policy: Policy, data: RunData, group_size: int
                   ) -> tuple[dict[str, float], pd.DataFrame]:
     """(`test/...` metrics, the greedy choice per test question with its correctness, reward
     and probability), exactly from the reward table; `group_size` is the zero-signal metric's G."""
-    table, idx = data.table, data.split("test")
+    table, idx = data.table, data.rows("test")
     logp = predict(policy, idx)
     test = policy_metrics(logp, table.correct[idx], table.reward[idx], table.n_tools, group_size)
     greedy = logp.argmax(1).numpy()

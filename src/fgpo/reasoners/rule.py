@@ -25,6 +25,7 @@ from functools import lru_cache
 from typing import Any
 
 from Bio.Seq import Seq
+from Bio.SeqUtils import gc_fraction
 
 from fgpo.errors import InputError
 from fgpo.reasoners import knowledge as kb
@@ -99,8 +100,8 @@ STOPS = ("TAA", "TAG", "TGA")
 
 # ---- small helpers ---------------------------------------------------------------------------
 def _gc(s: str) -> float:
-    acgt = [b for b in s if b in "ACGT"]
-    return sum(b in "GC" for b in acgt) / len(acgt) if acgt else 0.5
+    """GC fraction over the unambiguous bases (Biopython's); 0.5 (no idea) when there are none."""
+    return gc_fraction(s, ambiguous="remove") if any(b in "ACGTSW" for b in s) else 0.5
 
 
 def _one(ev: Evidence, tool: str, label: str = "") -> dict[str, Any] | None:

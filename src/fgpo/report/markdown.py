@@ -37,9 +37,9 @@ def settings_table(rows: list[dict[str, Any]], links: dict[str, str] | None = No
         head, sep = head + " MLflow |", sep + "---|"
     lines = [head, sep]
     for r in rows:
-        line = (f"| {r['reasoner']} | {r['benchmark']} | " + "".join(
-                    f"{_pm(r[f'{m}/test/accuracy'], r[f'{m}/test/accuracy_std'], r[f'{m}/seeds'])} | "
-                    for m in methods) +
+        accs = [_pm(r[f"{m}/test/accuracy"], r[f"{m}/test/accuracy_std"], r[f"{m}/seeds"])
+                for m in methods]
+        line = (f"| {r['reasoner']} | {r['benchmark']} | " + "".join(f"{a} | " for a in accs) +
                 f"{100 * r['diff/test/accuracy']:+.1f} pt | {r['outcome']} | " + " | ".join(
                     f"{r[f'baseline/test/{b}_accuracy']:.3f}"
                     for b in ("no_tools", "all_tools", "random", "best_fixed", "oracle")) + " |")

@@ -26,17 +26,17 @@ def benchmark_table(bench_dir: Path, tools_cfg: ToolsConfig, prepare: PrepareCon
     """Markdown: per benchmark and family, question counts per split and the evidence tools."""
     lines = ["| benchmark | family | questions | train / val / test | options | evidence tools "
              "(in the default K=6 set) |", "|---|---|---:|---|---:|---|"]
-    for name, evidence in evidence_map(prepare).items():
+    for name, planted in evidence_map(prepare).items():
         path = bench_dir / f"{name}.parquet"
         if not path.exists():
             raise InputError("benchmark missing: run `dvc repro` first", file=str(path))
         df = read_parquet(path, rebuild="`dvc repro`", columns=["family", "split", "options"])
         for fam, g in df.groupby("family", sort=False):
             splits = " / ".join(str(int((g.split == s).sum())) for s in ("train", "val", "test"))
-            if evidence is None:
+            if planted is None:
                 what = "(imported: real labels, no planted evidence)"
             else:
-                tools = [t if t in tools_cfg.names else f"{t} (extended)" for t in evidence[fam]]
+                tools = [t if t in tools_cfg.names else f"{t} (extended)" for t in planted[fam]]
                 what = ", ".join(tools) or "(none: answer from the sequence itself)"
             lines.append(f"| {name} | {fam} | {len(g)} | {splits} | {len(g.options.iloc[0])} | "
                          f"{what} |")

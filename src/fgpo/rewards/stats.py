@@ -46,7 +46,7 @@ def family_masks(table: RewardTable, fallback: int) -> dict[str, int]:
     c, nt = table.correct, table.n_tools
     out = {}
     for fam in sorted(set(table.families)):
-        rows = (table.families == fam) & table.split("train")
+        rows = (table.families == fam) & table.in_split("train")
         out[fam] = best_fixed_mask(c[rows], nt) if rows.any() else fallback
     return out
 
@@ -65,12 +65,12 @@ def table_stats(table: RewardTable, group_size: int | None, n_options: np.ndarra
     """
     c, r, nt = table.correct, table.reward, table.n_tools
     full = len(nt) - 1
-    best = best_fixed_mask(c[table.split("train")], nt)
+    best = best_fixed_mask(c[table.in_split("train")], nt)
     per_family = family_masks(table, best)
     fam_mask = np.array([per_family[f] for f in table.families], dtype=np.int64)
     stats: dict[str, Any] = {}
     for s in SPLITS:
-        rows = table.split(s)
+        rows = table.in_split(s)
         if not rows.any():
             continue
         cs = c[rows]
@@ -102,7 +102,7 @@ def table_stats(table: RewardTable, group_size: int | None, n_options: np.ndarra
         "budget/reasoner_calls": int(table.meta.get("reasoner_calls", c.size)),
     })
     for fam in sorted(set(table.families)):
-        rows = (table.families == fam) & table.split("train")
+        rows = (table.families == fam) & table.in_split("train")
         if rows.any():
             stats[f"family/{fam}/best_fixed_mask"] = per_family[fam]
             stats[f"family/{fam}/no_tools_accuracy"] = float(c[rows, 0].mean())
@@ -124,7 +124,7 @@ def degeneracy(table: RewardTable, best: int) -> dict[str, Any]:
     c = table.correct
     constant = float(np.mean(np.ptp(c, axis=1) == 0))
     unparseable = int(table.meta.get("unparseable", 0)) / max(c.size, 1)
-    held = ~table.split("train")
+    held = ~table.in_split("train")
     d = c[held, best] - c[held, 0]
     gain = float(d.mean()) if len(d) else 0.0
     se = float(d.std(ddof=1) / np.sqrt(len(d))) if len(d) > 1 else float("inf")

@@ -85,7 +85,8 @@ class RewardTable:
     n_tools: np.ndarray
     meta: dict[str, Any]
 
-    def split(self, name: str) -> np.ndarray:
+    def in_split(self, name: str) -> np.ndarray:
+        """[N] bool: which rows belong to split `name` (train | val | test)."""
         return self.splits == name
 
 
@@ -97,7 +98,8 @@ class RunData:
     table: RewardTable
     tool_names: list[str]
 
-    def split(self, name: str) -> np.ndarray:
+    def rows(self, name: str) -> np.ndarray:
+        """The row indices of split `name` (train | val | test), in table order."""
         return np.flatnonzero(self.table.splits == name)
 
 

@@ -50,7 +50,7 @@ def load_setting(reasoner: str, benchmark: str, methods: list[str], tools_cfg: T
     """One setting's train outputs (every method) and the test split of its reward table."""
     table = load_reward_table(table_path(reasoner, benchmark, data / "reward_tables"), tools_cfg)
     stats = _read(metrics / "reward_tables" / reasoner / f"{benchmark}.json", "table stats")
-    test = table.split("test")
+    test = table.in_split("test")
     return SettingData(
         reasoner=reasoner, benchmark=benchmark,
         metrics={m: _read(metrics / "train" / reasoner / benchmark / f"{m}.json",

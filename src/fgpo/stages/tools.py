@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
+from dataclasses import asdict
 from pathlib import Path
 
 from fgpo.config import DEFAULT_PARAMS, load_section
 from fgpo.question import load_questions
 from fgpo.seqio import atomic_write_parquet
 from fgpo.tools import ToolsConfig, tool_fingerprint
-from fgpo.tools.base import config_dict
 from fgpo.tools.outputs import run_tools
 
 
@@ -18,7 +18,7 @@ def main(name: str, params: Path = DEFAULT_PARAMS, bench_dir: Path = Path("data/
     questions = load_questions(bench_dir / f"{name}.parquet")
     df = run_tools(questions, cfg)
     meta = {"benchmark": name, "fingerprint": tool_fingerprint(cfg), "tools": cfg.names,
-            "K": len(cfg.names), "config": config_dict(cfg)}
+            "K": len(cfg.names), "config": asdict(cfg)}
     return atomic_write_parquet(df, out_dir / f"{name}.parquet", metadata=meta)
 
 

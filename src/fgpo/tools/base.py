@@ -5,7 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 from abc import ABC, abstractmethod
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from fgpo.errors import InputError
@@ -127,11 +127,7 @@ def register(cls: type[Tool]) -> type[Tool]:
 
 
 def build_tools(cfg: ToolsConfig) -> list[Tool]:
-    """Instantiate the configured tools in bit order; unknown names fail naming the field."""
-    unknown = [n for n in cfg.names if n not in TOOL_REGISTRY]
-    if unknown:
-        raise InputError(f"unknown tool name(s) {unknown}; registered: {sorted(TOOL_REGISTRY)}",
-                         field="tools.names")
+    """Instantiate the configured tools in bit order (ToolsConfig has checked the names)."""
     return [TOOL_REGISTRY[n](cfg) for n in cfg.names]
 
 
@@ -210,6 +206,3 @@ def require_fingerprint(meta: dict[str, Any], cfg: ToolsConfig, path: str, rerun
     raise InputError(f"built for another tool set (fingerprint {meta.get('fingerprint')}, "
                      f"current {want}); {what}; rerun {rerun}", file=path, field="fingerprint")
 
-
-def config_dict(cfg: ToolsConfig) -> dict[str, Any]:
-    return asdict(cfg)

@@ -12,9 +12,11 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from Bio.Seq import Seq
+from Bio.SeqUtils import gc_fraction
+
 from fgpo.tools.base import Tool, register
 from fgpo.tools.orfs import find_orfs
-from Bio.Seq import Seq
 
 # Per organism: base frequencies (A, C, G, T) at codon positions 1, 2, 3.
 ORGANISMS: dict[str, tuple[tuple[float, float, float, float], ...]] = {
@@ -66,10 +68,10 @@ class OrganismSignature(Tool):
     def analyse(self, seq: str) -> dict[str, Any]:
         framed = coding_frame(seq)
         ll, n_codons = codon_log_likelihoods(framed)
-        acgt = [b for b in seq if b in "ACGT"]
-        gc = sum(b in "GC" for b in acgt) / len(acgt) if acgt else 0.0
-        third = [framed[i + 2] for i in range(0, len(framed) - 2, 3) if framed[i + 2] in "ACGT"]
-        gc3 = sum(b in "GC" for b in third) / len(third) if third else 0.0
+        gc = gc_fraction(seq, ambiguous="remove") if any(b in "ACGTSW" for b in seq) else 0.0
+        third = "".join(framed[i + 2] for i in range(0, len(framed) - 2, 3)
+                        if framed[i + 2] in "ACGT")
+        gc3 = gc_fraction(third) if third else 0.0
         orgs = []
         for name in ORGANISMS:
             ref_gc, ref_gc3 = organism_gc(name)

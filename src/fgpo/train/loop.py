@@ -11,7 +11,7 @@ import os
 from dataclasses import asdict, dataclass, field
 from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 import pandas as pd
@@ -42,10 +42,11 @@ class RunResult:
     selections: pd.DataFrame | None = field(repr=False, default=None)  # set by the test evaluation
 
 
-class Tracker:
-    """What the loop logs to (fgpo.tracking.Tracker or anything with these methods)."""
+class MetricsLog(Protocol):
+    """Where the loop logs each step's metrics: an MLflow run (fgpo.tracking.Tracker), a sweep
+    trial (fgpo.sweep.study.TrialTracker) or anything with these two members."""
 
-    run_id: str | None = None
+    run_id: str | None
 
     def log_metrics(self, metrics: dict[str, float], step: int) -> None: ...
 
@@ -195,7 +196,7 @@ def load_checkpoint(path: Path | None, chash: str, policy: Policy,
 def check_run_data(cfg: TrainConfig, data: RunData) -> None:
     """Refuse settings that only the data can rule out (a batch larger than the train split
     would otherwise be silently capped at the split's size)."""
-    n_train = len(data.split("train"))
+    n_train = len(data.rows("train"))
     if cfg.batch_size > n_train:
         raise InputError(f"batch_size {cfg.batch_size} exceeds the train split "
                          f"({n_train} questions); set train.batch_size to at most {n_train}, "
@@ -204,7 +205,7 @@ def check_run_data(cfg: TrainConfig, data: RunData) -> None:
 
 
 def train_run(method: str, cfg: TrainConfig, data: RunData, seed: int,
-              tracker: Tracker | None = None, checkpoint: Path | None = None,
+              tracker: MetricsLog | None = None, checkpoint: Path | None = None,
               progress: bool = True) -> RunResult:
     """Train one policy with estimator `method` (a key of ESTIMATORS) for cfg.steps steps."""
     if method not in ESTIMATORS:
@@ -220,7 +221,7 @@ def train_run(method: str, cfg: TrainConfig, data: RunData, seed: int,
     table = data.table
     rewards = torch.tensor(table.reward, dtype=torch.float32, device=device)
     n_sub = rewards.shape[1]
-    train_idx, val_idx = data.split("train"), data.split("val")  # test: fgpo.evaluate, after
+    train_idx, val_idx = data.rows("train"), data.rows("val")  # test: fgpo.evaluate, after
     ref_logp = reference_logp(cfg.policy.reference, policy, n_sub)
     optimizer, scheduler = build_optimizer(cfg, policy)
     generators = {"data_gen": torch.Generator().manual_seed(seed),       # data order
