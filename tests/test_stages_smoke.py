@@ -392,3 +392,116 @@ def test_a_storage_password_is_never_logged_printed_or_written(built, tmp_path, 
     parent = client.search_runs([exp.experiment_id], f"tags.study = '{name}' and tags.kind = 'study'")
     # the storage actually used (not the params default), with its password masked
     assert parent[0].data.params["sweep.storage"] == with_password.replace(planted, "***")
+
+
+# ---- adding an estimator: one module and one registry line, nothing else -------------------
+TOY = '''"""TOY: REINFORCE with one subset sampled per question and the batch-mean baseline. A test
+estimator: it shows that a new method is this module plus one registry line."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+from fgpo.train.base import Batch, register
+
+
+@dataclass
+class ToyConfig:
+    temperature: float = 1.0
+    """Sampling temperature."""
+
+
+def toy_loss(logp: torch.Tensor, rewards: torch.Tensor) -> torch.Tensor:
+    """logp, rewards: [B] of the sampled subsets. -mean((r - mean r) log pi(S))."""
+    return -((rewards - rewards.mean()).detach() * logp).mean()
+
+
+@dataclass
+class Sampled(Batch):
+    masks: torch.Tensor  # [B, 1]
+
+
+@register
+class Toy:
+    name, Config = "toy", ToyConfig
+
+    def __init__(self, cfg, own, rewards, n_train, generator):
+        self.own, self.rewards, self.generator, self.evals = own, rewards, generator, 0
+
+    def collect(self, step, policy, next_batch):
+        idx = next_batch()
+        with torch.no_grad():
+            p = torch.softmax(policy.log_probs(idx) / self.own.temperature, -1).cpu()
+        self.evals += len(idx)
+        return Sampled(idx, torch.multinomial(p, 1, generator=self.generator).to(idx.device))
+
+    def loss(self, policy, batch, ref_logp):
+        logp = policy.log_probs(batch.idx)
+        r = self.rewards[batch.idx].gather(1, batch.masks)[:, 0]
+        loss = toy_loss(logp.gather(1, batch.masks)[:, 0], r)
+        return loss, logp, {"zero_signal_frac": (r == r.mean()).float().mean()}
+
+    reward_evals = property(lambda self: self.evals)
+    reward_evals_unique = property(lambda self: self.evals)
+
+    def state_dict(self):
+        return {"evals": self.evals}
+
+    def load_state_dict(self, state):
+        self.evals = state["evals"]
+'''
+
+
+def test_a_toy_estimator_is_one_module_and_one_registry_line(built, tmp_path):
+    """On a copy of the package: the toy module and one import line in the registry, and with
+    no other file touched it trains beside FGPO and GRPO, runs a sweep trial over its own
+    setting, and appears in the report beside the headline pair."""
+    import filecmp
+
+    src = tmp_path / "src"
+    shutil.copytree(REPO / "src" / "fgpo", src / "fgpo",
+                    ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"))
+    (src / "fgpo/train/toy.py").write_text(TOY)
+    registry = src / "fgpo/train/estimators.py"
+    text = registry.read_text()
+    line = "import fgpo.train.grpo  # noqa: F401"
+    assert text.count(line) == 1
+    registry.write_text(text.replace(line, "import fgpo.train.toy  # noqa: F401\n" + line))
+    cmp = filecmp.dircmp(REPO / "src" / "fgpo", src / "fgpo", ignore=["__pycache__"])
+    assert cmp.diff_files == [] and cmp.left_only == [] and cmp.right_only == []
+    train_cmp = cmp.subdirs["train"]
+    assert train_cmp.diff_files == ["estimators.py"] and train_cmp.right_only == ["toy.py"]
+    assert all(not c.diff_files and not c.left_only and not c.right_only
+               for name, c in cmp.subdirs.items() if name != "train")
+
+    work = tmp_path / "work"
+    shutil.copytree(built / "data", work / "data")
+    params = yaml.safe_load((built / "params.yaml").read_text())
+    params["prepare"] = {"genomeqa": params["prepare"]["genomeqa"]}  # the one built setting
+    params["train"].update(methods=["fgpo", "grpo", "toy"], toy={"temperature": 1.5})
+    params["sweep"].update(steps=2, eval_every=1, n_startup_trials=1, n_warmup_steps=0,
+                           storage=f"sqlite:///{tmp_path / 'optuna.db'}",
+                           space={"learning_rate": {"type": "float", "low": 1e-3, "high": 1e-2},
+                                  "toy.temperature": {"type": "float", "low": 0.5, "high": 2.0}})
+    (work / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
+    env = {"PYTHONPATH": str(src)}
+
+    r = fgpo("list-methods", cwd=work, **env)
+    assert r.returncode == 0 and "toy: TOY: REINFORCE" in r.stdout, r.stderr
+    r = fgpo("train", "careful_expert", "genomeqa", "--no-mlflow", cwd=work, **env)
+    assert r.returncode == 0, r.stderr[-3000:]
+    toy = json.loads((work / "metrics/train/careful_expert/genomeqa/toy.json").read_text())
+    assert toy["budget/reward_evals"] == 2 * 4  # two steps of 4 questions, one sample each
+    assert 0.0 <= toy["test/accuracy"] <= 1.0
+    r = fgpo("sweep", "--method", "toy", "--reasoner", "careful_expert", "--benchmark",
+             "genomeqa", "--n-trials", "1", "--no-mlflow", cwd=work, **env)
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert "{'COMPLETE': 1}" in r.stdout and "toy.temperature" in r.stdout
+    assert fgpo("table-stats", "careful_expert", "genomeqa", cwd=work, **env).returncode == 0
+    r = fgpo("report", "--no-mlflow", cwd=work, **env)
+    assert r.returncode == 0, r.stderr[-3000:]
+    summary = (work / "reports/summary.md").read_text()
+    assert "| reasoner | benchmark | FGPO | GRPO | TOY | FGPO − GRPO |" in summary
+    assert (work / "reports/figures/subset_choice.png").stat().st_size > 0

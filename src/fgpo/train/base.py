@@ -60,3 +60,16 @@ class Estimator(Protocol):
     def state_dict(self) -> dict[str, Any]: ...
 
     def load_state_dict(self, state: dict[str, Any]) -> None: ...
+
+
+ESTIMATORS: dict[str, type[Estimator]] = {}
+"""name -> estimator class, filled by `register` as each estimator module is imported; read it
+from fgpo.train.estimators, which imports every estimator module (one line each)."""
+
+
+def register(cls: type) -> type:
+    """Class decorator: add an estimator to the registry under its `name`."""
+    if cls.name in ESTIMATORS:
+        raise RuntimeError(f"estimator name {cls.name!r} registered twice")
+    ESTIMATORS[cls.name] = cls
+    return cls

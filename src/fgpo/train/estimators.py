@@ -1,17 +1,17 @@
-"""The estimators `train.methods` can name: the one list of them.
+"""The estimators `train.methods` can name: one import line each, below.
 
-An estimator is one module on the interface of fgpo.train.base: a class with its `name`, its
-`Config` dataclass (the `train.<name>:` section of params.yaml) and its loss, plus one entry in
-the tuple below. The training config, the sweep's search space, the CLI and (through
-`train.methods`) the report derive the method names from this registry; the loop looks the
-estimator up by name and knows nothing else about it."""
+An estimator is one module on the interface of fgpo.train.base: a class decorated with
+`@register`, carrying its `name`, its `Config` dataclass (the `train.<name>:` section of
+params.yaml) and its loss. Importing the module registers it. The training config, the sweep's
+search space, the CLI (`fgpo list-methods`) and, through `train.methods`, the report derive the
+method names from `ESTIMATORS`; the loop looks an estimator up by name and knows nothing else
+about it."""
 
 from __future__ import annotations
 
-from fgpo.train.fgpo import FGPO
-from fgpo.train.grpo import GRPO
+# isort: off (the registry's order is the order of these lines: the default train.methods)
+import fgpo.train.fgpo  # noqa: F401  FGPO: exact expectation over all 2^K subsets, from the table
+import fgpo.train.grpo  # noqa: F401  GRPO: G sampled subsets per question, group-normalised
+# isort: on
 
-ESTIMATORS = {e.name: e for e in (
-    FGPO,   # exact expectation over all 2^K subsets, from the table
-    GRPO,   # G sampled subsets per question, group-normalised
-)}
+from fgpo.train.base import ESTIMATORS  # noqa: E402,F401

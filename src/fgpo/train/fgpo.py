@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
-from fgpo.train.base import Batch, NextBatch, RefLogp
+from fgpo.train.base import Batch, NextBatch, RefLogp, register
 from fgpo.train.exact import entropy, expectation, kl_divergence
 
 if TYPE_CHECKING:
@@ -60,6 +60,7 @@ def fgpo_loss(logp: torch.Tensor, ref_logp: torch.Tensor, rewards: torch.Tensor,
     return loss, {k: v.detach() for k, v in stats.items()}
 
 
+@register
 class FGPO:
     """One batch of questions per step, the loss over all their 2^K subsets."""
 

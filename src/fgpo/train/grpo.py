@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from fgpo.config import check_number
-from fgpo.train.base import Batch, NextBatch, RefLogp
+from fgpo.train.base import Batch, NextBatch, RefLogp, register
 
 if TYPE_CHECKING:
     from fgpo.policy.base import Policy
@@ -94,6 +94,7 @@ class Groups(Batch):
     logp_old: torch.Tensor  # [B, G] their tempered log-probs under pi_old
 
 
+@register
 class GRPO:
     """Sample groups every mu steps; each step, the clipped loss at the sampling temperature."""
 
