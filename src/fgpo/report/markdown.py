@@ -171,11 +171,15 @@ def what_ran(prepare: PrepareConfig, tools: ToolsConfig, train: dict[str, Any],
         f"{_get(p, 'lora_r')} on {', '.join(_get(p, 'lora_target_modules', []))} of {layers}, "
         f"`{_get(p, 'head')}` head; KL β = {_get(train, 'beta')} to the `{_get(p, 'reference')}` "
         "reference. The paper trained LLM-sized policies on GPUs.",
-        f"- **Training**: {_get(train, 'steps')} optimiser steps of {_get(train, 'batch_size')} "
-        f"questions for both methods, seeds {_get(train, 'seeds')}; GRPO with G = "
-        f"{_get(grpo, 'group_size')}, μ = {_get(grpo, 'inner_epochs')}, clip "
-        f"{_get(grpo, 'clip_eps')}. Both read the same reward table; GRPO's lookups are counted "
-        "as the reasoner calls an on-demand schedule makes.",
+        f"- **Training**: {_get(train, 'epochs')} epochs in batches of "
+        f"{_get(train, 'batch_size')} questions (every train question visited that many times "
+        f"by both methods), seeds {_get(train, 'seeds')}; GRPO with G = "
+        f"{_get(grpo, 'group_size')}, μ = {_get(grpo, 'inner_epochs')} optimiser steps per "
+        f"rollout batch, clip {_get(grpo, 'clip_eps')}, temperature "
+        f"{_get(grpo, 'temperature')}. Each run is tested at the checkpoint its "
+        f"`{_get(train, 'checkpoint_rule')}` rule selects ({_get(train, 'evals_per_epoch')} "
+        "validation points per epoch, the same for both). Both read the same reward table; "
+        "GRPO's lookups are counted as the reasoner calls an on-demand schedule makes.",
     ])
 
 
