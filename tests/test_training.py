@@ -146,6 +146,9 @@ class _Interrupt:
         if step == self.at:
             raise KeyboardInterrupt
 
+    def flush(self):
+        pass
+
 
 @pytest.mark.parametrize("method", ["fgpo", "grpo"])
 def test_resumed_run_ends_identical_to_an_uninterrupted_one(tiny_backbone, tmp_path, method):
@@ -379,6 +382,9 @@ class _Visits:
 
     def log_metrics(self, metrics, step):
         self.metrics.append({"step": step, **metrics})
+
+    def flush(self):
+        pass
 
 
 @pytest.mark.parametrize("epochs", [1, 3])

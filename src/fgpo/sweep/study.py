@@ -224,6 +224,10 @@ class TrialTracker:
             if self.prune and self.trial.should_prune():
                 raise optuna.TrialPruned(f"pruned at step {step}")
 
+    def flush(self) -> None:
+        if self.mlflow_run is not None:
+            self.mlflow_run.flush()
+
 
 def run_sweep(method: str, reasoner: str, benchmark: str, train_cfg: TrainConfig,
               cfg: SweepConfig, data: RunData, n_trials: int, storage_url: str,

@@ -47,11 +47,14 @@ class RunResult:
 
 class MetricsLog(Protocol):
     """Where the loop logs each step's metrics: an MLflow run (fgpo.tracking.Tracker), a sweep
-    trial (fgpo.sweep.study.TrialTracker) or anything with these two members."""
+    trial (fgpo.sweep.study.TrialTracker) or anything with these members."""
 
     run_id: str | None
 
     def log_metrics(self, metrics: dict[str, float], step: int) -> None: ...
+
+    def flush(self) -> None:
+        """Write what log_metrics buffered (called before each checkpoint)."""
 
 
 @dataclass
@@ -302,6 +305,8 @@ def train_run(method: str, cfg: TrainConfig, data: RunData, seed: int,
         bar.set_postfix(loss=f"{out.loss.item():.3f}",
                         zero=f"{metrics['train/zero_signal_frac']:.2f}")
         if checkpoint is not None and (step % cfg.checkpoint_every == 0 or step == total):
+            if tracker is not None:
+                tracker.flush()  # every point up to the checkpoint is stored before it
             save_checkpoint(checkpoint, chash, policy, optimizer, scheduler, generators, state,
                             estimator)
     bar.close()
