@@ -13,9 +13,6 @@ In one run, with medians over repeats:
     them (params.yaml `train`, the pipeline's reward table of --setting), target = the best
     validation accuracy both reach; seconds from the first step to the first validation point at
     or above it (median over --target-repeats). Skipped when the table is not built yet;
-  * the paper's budget question on --budget-setting: GRPO keeps training past the train stage's
-    horizon (up to --budget-table-multiple train tables' worth of on-demand evaluations) until it
-    reaches FGPO's best validation accuracy; its evaluations then, over FGPO's table cells.
 Writes reports/bench_train.json.
 Usage: python bench/bench_train.py [--batch 16] [--repeats 5] [--setting careful_expert/genomeqa]
 """
@@ -90,7 +87,7 @@ def time_to_target(setting: str, repeats: int) -> dict | None:
             train_run(method, cfg, data, cfg.seeds[0], clock)  # tqdm bar per run
             runs[method].append(clock)
     target = min(max(a for _, _, a in runs[m][0].points) for m in runs)
-    out = {"setting": setting, "steps": cfg.steps, "target_val_accuracy": target}
+    out = {"setting": setting, "epochs": cfg.epochs, "target_val_accuracy": target}
     for method, clocks in runs.items():
         hits = [next((s, t) for s, t, a in c.points if a >= target - 1e-9) for c in clocks]
         out[f"{method}_step_to_target"] = hits[0][0]
@@ -105,52 +102,12 @@ def time_to_target(setting: str, repeats: int) -> dict | None:
     return out
 
 
-def grpo_budget_to_fgpo(setting: str, table_multiple: float, eval_every: int) -> dict | None:
-    """On-demand evaluations GRPO needs to reach FGPO's best validation accuracy (the paper's
-    2.4x question): FGPO trains as the train stage does; GRPO keeps training, with the same
-    config but a horizon of `table_multiple` x the train table in evaluations."""
-    import math
-    from dataclasses import replace
-
-    loaded = pipeline_setting(setting, "GRPO budget run")
-    if loaded is None:
-        return None
-    data, cfg = loaded
-    fgpo = Clock()
-    table = train_run("fgpo", cfg, data, cfg.seeds[0], fgpo).final["budget/table_cells_train"]
-    target = max(a for _, _, a in fgpo.points)
-    per_step = cfg.batch_size * cfg.grpo.group_size / cfg.grpo.inner_epochs
-    steps = math.ceil(table_multiple * table / per_step)
-    grpo = Clock()
-    train_run("grpo", replace(cfg, steps=steps, eval_every=eval_every, checkpoint_every=steps),
-              data, cfg.seeds[0], grpo)
-    hit = next((i for i, (_, _, a) in enumerate(grpo.points) if a >= target - 1e-9), None)
-    out = {"setting": setting, "fgpo_steps": cfg.steps, "fgpo_best_val_accuracy": target,
-           "fgpo_table_cells_train": table, "grpo_steps": steps,
-           "grpo_best_val_accuracy": max(a for _, _, a in grpo.points),
-           "grpo_step_to_fgpo_best": None if hit is None else grpo.points[hit][0],
-           "grpo_evals_to_fgpo_best": None if hit is None else grpo.evals[hit],
-           "grpo_evals_total": grpo.evals[-1]}
-    out["grpo_over_fgpo_table"] = (None if hit is None else out["grpo_evals_to_fgpo_best"] / table)
-    print(f"GRPO to FGPO's best val accuracy {target:.3f} on {setting}: " + (
-        f"{out['grpo_evals_to_fgpo_best']:.0f} evaluations = "
-        f"{out['grpo_over_fgpo_table']:.2f}x the train table" if hit is not None else
-        f"not reached in {steps} steps ({out['grpo_evals_total']:.0f} evaluations, best "
-        f"{out['grpo_best_val_accuracy']:.3f})"))
-    return out
-
-
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--batch", type=int, default=16)
     ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--setting", default="careful_expert/genomeqa", help="reasoner/benchmark")
     ap.add_argument("--target-repeats", type=int, default=3)
-    ap.add_argument("--budget-setting", default="first_block_anchored/genomeqa",
-                    help="reasoner/benchmark of the long GRPO run ('' skips it)")
-    ap.add_argument("--budget-table-multiple", type=float, default=1.5,
-                    help="the long GRPO run's horizon, in train tables' worth of evaluations")
-    ap.add_argument("--budget-eval-every", type=int, default=40)
     ap.add_argument("--out", type=Path, default=Path("reports/bench_train.json"))
     args = ap.parse_args()
     torch.set_num_threads(2)
@@ -208,9 +165,6 @@ def main() -> None:
                   f"({1000 * t_backbone:.0f} ms)")
     report.update({"backbone_s_per_step": t_backbone, "enumeration_vs_K": rows})
     report["time_to_target"] = time_to_target(args.setting, args.target_repeats)
-    report["grpo_budget_to_fgpo"] = (grpo_budget_to_fgpo(
-        args.budget_setting, args.budget_table_multiple, args.budget_eval_every)
-        if args.budget_setting else None)
     atomic_write_text(json.dumps(report, indent=2) + "\n", args.out)
     print(f"wrote {args.out}")
 

@@ -61,8 +61,8 @@ def cache_agreement(questions, backbone: str, device: str) -> float:
     return float((out[0] - out[1]).abs().max())
 
 
-def short_runs(questions, backbone: str, steps: int, device: str) -> dict:
-    """FGPO and GRPO for `steps` steps through train_run on `device`, random reward table."""
+def short_runs(questions, backbone: str, epochs: int, device: str) -> dict:
+    """FGPO and GRPO for `epochs` epochs through train_run on `device`, random reward table."""
     rng = np.random.default_rng(0)
     n = len(questions)
     correct = (rng.random((n, 64)) < 0.5).astype(float)
@@ -74,7 +74,7 @@ def short_runs(questions, backbone: str, steps: int, device: str) -> dict:
         correct=correct, n_tools=n_tools, meta={"fingerprint": "gpu"}), [f"t{i}" for i in range(6)])
     out = {}
     for method in ("fgpo", "grpo"):
-        cfg = TrainConfig(steps=steps, eval_every=steps, checkpoint_every=steps, device=device,
+        cfg = TrainConfig(epochs=epochs, evals_per_epoch=1, device=device,
                           policy=PolicyConfig(backbone=backbone, lora_layers=[4, 5]),
                           allow_degenerate_table=True)
         t0 = time.perf_counter()
@@ -82,7 +82,8 @@ def short_runs(questions, backbone: str, steps: int, device: str) -> dict:
         if device.startswith("cuda"):
             torch.cuda.synchronize()
         seconds = time.perf_counter() - t0
-        out[method] = {"steps": steps, "seconds": round(seconds, 2),
+        steps = int(result.final["budget/optimizer_steps"])
+        out[method] = {"epochs": epochs, "steps": steps, "seconds": round(seconds, 2),
                        "ms_per_step_incl_setup_and_eval": round(1000 * seconds / steps, 1),
                        "val/expected_reward": result.final["val/expected_reward"]}
         print(f"{method}: {steps} steps on {device} in {seconds:.1f} s", flush=True)
@@ -96,7 +97,7 @@ def main() -> None:
     ap.add_argument("--minilm-config", type=Path, default=None)
     ap.add_argument("--repeats", type=int, default=10)
     ap.add_argument("--large-batch", type=int, default=1024)
-    ap.add_argument("--steps", type=int, default=60)
+    ap.add_argument("--epochs", type=int, default=1)
     ap.add_argument("--device", default="cuda", help="cuda (cpu: a dry run of the script)")
     ap.add_argument("--out", type=Path, required=True)
     args = ap.parse_args()
@@ -112,7 +113,7 @@ def main() -> None:
     report["step_times"] = (step_table(questions, 16, args.repeats, dev, backbone)
                             + step_table(questions, args.large_batch, args.repeats, dev,
                                          backbone))
-    report["short_runs"] = short_runs(questions, backbone, args.steps, dev)
+    report["short_runs"] = short_runs(questions, backbone, args.epochs, dev)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(report, indent=2) + "\n")
     print(f"wrote {args.out}")

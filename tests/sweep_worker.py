@@ -15,14 +15,14 @@ from test_training import synthetic_data, tiny_cfg  # noqa: E402
 
 from fgpo.sweep.study import SweepConfig, run_sweep  # noqa: E402
 
-# A small space and 6-step trials: the worker's code paths in seconds per trial.
+# A small space and two-epoch trials on 24 questions: the worker's code paths in seconds per trial.
 SPACE = {"learning_rate": {"type": "float", "low": 3e-3, "high": 3e-2, "log": True},
          "policy.lora_r": {"type": "categorical", "choices": [2, 4]},
          "grpo.clip_eps": {"type": "float", "low": 0.1, "high": 0.3}}
 
 
 def sweep_config(grace: int = 120, **kw) -> SweepConfig:
-    base = dict(steps=6, eval_every=2, n_startup_trials=1, n_warmup_steps=0, space=SPACE,
+    base = dict(epochs=2, evals_per_epoch=1, n_startup_trials=1, n_warmup_steps=0, space=SPACE,
                 heartbeat_interval=1 if grace < 120 else 30, grace_period=grace)
     base.update(kw)
     return SweepConfig(**base)

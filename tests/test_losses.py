@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+
 import pytest
 import torch
 
@@ -166,3 +168,25 @@ def test_sampling_follows_the_tempered_policy():
     freq = torch.bincount(masks[0], minlength=4) / 40000
     torch.testing.assert_close(tempered.exp()[0], torch.softmax(torch.tensor([1.0, 0.0, -0.5, 0.25]), -1))
     assert (freq - tempered.exp()[0]).abs().max() < 0.01
+
+
+def test_policy_metrics_by_hand():
+    """Two questions, K = 1 (subsets: none, the tool), tool cost 0.1; every value by hand."""
+    from fgpo.train.metrics import policy_metrics
+
+    p = torch.tensor([[0.25, 0.75], [0.9, 0.1]], dtype=torch.float64)
+    correct = np.array([[0.0, 1.0], [1.0, 0.0]])
+    n_tools = np.array([0, 1])
+    reward = correct - 0.1 * n_tools
+    m = policy_metrics(p.log(), correct, reward, n_tools, group_size=2)
+    h = lambda *q: -sum(x * np.log(x) for x in q)  # noqa: E731
+    assert m == pytest.approx({
+        "accuracy": (1 + 1) / 2,                            # greedy: the tool, then none
+        "reward": (0.9 + 1.0) / 2,
+        "expected_accuracy": (0.75 + 0.9) / 2,
+        "expected_reward": (0.75 * 0.9 + 0.9 * 1.0 + 0.1 * -0.1) / 2,
+        "tools_per_question": (1 + 0) / 2,
+        "expected_tools_per_question": (0.75 + 0.1) / 2,
+        "entropy": (h(0.25, 0.75) + h(0.9, 0.1)) / 2,
+        "zero_signal_frac": ((0.25 ** 2 + 0.75 ** 2) + (0.9 ** 2 + 0.1 ** 2)) / 2,  # G = 2
+    })

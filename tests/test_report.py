@@ -1,5 +1,7 @@
-"""The comparison report: budgets on hand-made curves, the table layout against golden markdown,
-figures drawn from a small fixture of runs, and the README's results matching the report."""
+"""The comparison report: the faithful protocol's numbers (paired intervals, the schedule ratio,
+evaluations to target, the table's fixed policies) on a hand-made fixture whose answers are worked
+out by hand, the table layout against golden markdown, figures drawn from the fixture, and the
+README's results matching the report."""
 
 from __future__ import annotations
 
@@ -11,56 +13,28 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from fgpo.errors import InputError
 from fgpo.report import figures
 from fgpo.report.config import ReportConfig
-from fgpo.report.data import SettingData, SplitTable, mean_curve, subset_label
+from fgpo.report.data import SettingData, SplitTable, subset_label
 from fgpo.report.markdown import render_summary, sections, settings_table
-from fgpo.report.numbers import (budget_to_target, family_accuracy, oracle_tools, outcome,
-                                 overall_numbers, setting_numbers, subset_choice)
+from fgpo.report.numbers import (baselines, evals_to_target, family_accuracy, oracle_tools,
+                                 overall_numbers, paired, schedule_ratio, setting_numbers,
+                                 subset_choice)
 
 REPO = Path(__file__).resolve().parents[1]
 
 
-def curve(val: list[float | None], evals: list[float], seen: list[float],
-          zero: list[float | None] | None = None, seed: int = 0, unique: list[float] | None = None
-          ) -> pd.DataFrame:
-    """A train-stage curve (plots/train CSV columns); step i is row i."""
-    n = len(val)
-    return pd.DataFrame({
-        "step": range(n), "val_accuracy": [np.nan if v is None else v for v in val],
-        "train_reward_evals": evals, "train_reward_evals_unique": unique or evals,
-        "train_questions_seen": seen,
-        "train_zero_signal_frac": [np.nan if z is None else z for z in (zero or [None] * n)],
-        "seed": seed})
+# ---- the schedule ratio (the paper's budget quantity) ---------------------------------------
 
-
-# ---- budget to a target accuracy -------------------------------------------------------------
-
-def test_budget_to_target_takes_the_first_validation_point_at_or_above_target():
-    c = mean_curve(curve([0.5, None, 0.6, None, 0.7, 0.65], [0, 64, 128, 192, 256, 320],
-                         [0, 4, 8, 12, 16, 20]))
-    assert budget_to_target(c, 0.7, "train_reward_evals") == 256
-    assert budget_to_target(c, 0.65, "train_reward_evals") == 256   # 0.6 at 128 is below
-    assert budget_to_target(c, 0.6, "train_reward_evals") == 128
-    assert budget_to_target(c, 0.5, "train_questions_seen") == 0     # the starting point
-    assert budget_to_target(c, 0.71, "train_reward_evals") is None   # never reached
-
-
-def test_budget_to_target_averages_seeds_per_step_first():
-    # seed 0 reaches 0.8 at step 1, seed 1 only at step 2: the mean curve 0.7, 0.8 at steps 1, 2.
-    two = pd.concat([curve([0.5, 0.8, 0.8], [0, 10, 20], [0, 1, 2], seed=0),
-                     curve([0.5, 0.6, 0.8], [0, 30, 40], [0, 1, 2], seed=1)])
-    c = mean_curve(two)
-    assert c["val_accuracy"].tolist() == pytest.approx([0.5, 0.7, 0.8])
-    assert budget_to_target(c, 0.8, "train_reward_evals") == 30.0   # mean of 20 and 40
-    assert budget_to_target(c, 0.7, "train_reward_evals") == 20.0   # mean of 10 and 30
-
-
-def test_outcome_uses_margin_or_seed_spread():
-    assert outcome(0.02, 0.0, 0.005) == "win"
-    assert outcome(-0.02, 0.0, 0.005) == "loss"
-    assert outcome(0.004, 0.0, 0.005) == "tie"
-    assert outcome(0.02, 0.03, 0.005) == "tie"     # within the spread over seeds
+def test_schedule_ratio_on_a_hand_example():
+    # 720 train questions, 8 epochs, G = 8 draws per visit: 720 * 8 * 8 = 46,080 on-demand
+    # evaluations; the table has 720 * 2^6 = 46,080 cells: ratio 1.
+    assert schedule_ratio(8, 8, 2 ** 6) == pytest.approx(46_080 / 46_080)
+    # the paper's 2.4x at G = 8 and 2^K = 64 needs 19.2 epochs; 3 epochs of G = 16 over 2^3
+    # subsets: 3 * N * 16 / (N * 8) = 6
+    assert schedule_ratio(19.2, 8, 64) == pytest.approx(2.4)
+    assert schedule_ratio(3, 16, 8) == pytest.approx(6.0)
 
 
 def test_oracle_tools_takes_the_fewest_tools_among_best_subsets():
@@ -71,90 +45,169 @@ def test_oracle_tools_takes_the_fewest_tools_among_best_subsets():
     assert oracle_tools(reward, n_tools) == pytest.approx(1.0)
 
 
-# ---- a small fixture of runs -----------------------------------------------------------------
+# ---- a small fixture of runs: K = 2 tools, 4 test questions, 2 seeds -------------------------
 
-N_TOOLS = np.array([0, 1, 1, 2])   # K = 2
+N_TOOLS = np.array([0, 1, 1, 2])
+IDS = ["q0", "q1", "q2", "q3"]
+CORRECT = np.array([[0, 1, 0, 1], [0, 1, 0, 1], [1, 0, 1, 1], [0, 0, 1, 1]], dtype=float)
+SEEDS = [0, 1]
 
 
 def table() -> SplitTable:
-    correct = np.array([[0, 1, 0, 1], [0, 1, 0, 1], [1, 0, 1, 1], [0, 0, 1, 1]], dtype=float)
-    return SplitTable(families=np.array(["alpha", "alpha", "beta", "beta"]), correct=correct,
-                     reward=correct - 0.01 * N_TOOLS, n_tools=N_TOOLS, best_fixed_mask=3)
+    return SplitTable(question_ids=IDS, families=np.array(["alpha", "alpha", "beta", "beta"]),
+                      correct=CORRECT, reward=CORRECT - 0.01 * N_TOOLS, n_tools=N_TOOLS,
+                      best_fixed_mask=3)
+
+
+# Table stats as the table stage writes them: per-family best masks chosen on train (alpha: the
+# first tool, beta: the second), 4 train and 4 validation questions.
+STATS = {"table/uniform_zero_signal_frac": 0.002, "table/constant_reward_row_frac": 0.0,
+         "table/group_size": 8, "family/alpha/best_fixed_mask": 1,
+         "family/beta/best_fixed_mask": 2, "train/n_questions": 4, "val/n_questions": 4}
 
 
 def metrics(acc: float, tools: float, zero: float, std: float = 0.0) -> dict:
-    return {"test/accuracy": acc, "test/accuracy_std": std, "test/tools_per_question": tools,
-            "test/zero_signal_frac": zero, "seeds": [0], "budget/table_cells_train": 48.0}
+    # GRPO's schedule: 2 epochs of the 4 train questions (8 visits), G = 4 draws each (32)
+    return {"test/accuracy": acc, "test/accuracy_std": std, "test/reward": acc - 0.01 * tools,
+            "test/expected_accuracy": acc, "test/expected_reward": acc - 0.01 * tools,
+            "test/tools_per_question": tools, "test/expected_tools_per_question": tools,
+            "test/zero_signal_frac": zero, "test/entropy": 0.5, "checkpoint/epoch": 1.0,
+            "seeds": SEEDS, "budget/table_cells_train": 16.0, "budget/question_visits": 8.0,
+            "budget/reward_evals": 32.0, "budget/reward_evals_unique": 20.0}
 
 
-# the table-stats baselines of `table()`, by hand: mask 0 -> [0,0,1,0], mask 3 -> all correct,
-# the uniform mean over masks (1 + 2 + 2 + 4) / 16, best fixed = mask 3, per-question max = 1
-BASELINES = {f"test/{k}_accuracy": v for k, v in (
-    ("no_tools", 0.25), ("all_tools", 1.0), ("random", 0.5625), ("best_fixed", 1.0),
-    ("oracle", 1.0))}
+def curve(val: list[float], exp: list[float], evals: list[float], chosen: int, seed: int
+          ) -> pd.DataFrame:
+    """A train-stage curve (plots/train CSV columns) with a validation point at every step."""
+    n = len(val)
+    return pd.DataFrame({
+        "step": range(n), "val_accuracy": val, "val_expected_reward": exp,
+        "train_reward_evals": evals, "train_reward_evals_unique": evals,
+        "train_questions_seen": [min(4, 2 * i) for i in range(n)],
+        "train_epoch": [float(i) for i in range(n)],
+        "train_zero_signal_frac": [np.nan] + [0.5] * (n - 1),
+        "train_entropy": [np.nan] + [1.0] * (n - 1),
+        "checkpoint_selected": [1.0 if i == chosen else np.nan for i in range(n)], "seed": seed})
 
 
-def selections(masks: list[int]) -> pd.DataFrame:
-    t = table()
-    return pd.DataFrame({"family": t.families, "mask": masks,
-                         "correct": t.correct[np.arange(4), masks], "seed": 0})
+def fgpo_curves() -> pd.DataFrame:
+    # both seeds select step 1 (best val expected reward 0.7) at val accuracy 0.75
+    return pd.concat([curve([0.25, 0.75, 0.5], [0.3, 0.7, 0.6], [16, 16, 16], 1, s)
+                      for s in SEEDS], ignore_index=True)
 
 
-def setting(reasoner: str, benchmark: str, fgpo_acc: float, grpo_acc: float) -> SettingData:
-    # FGPO: val 0.25 -> 0.75 at step 2 having drawn 6 questions; GRPO: 0.25 -> 0.5 at step 2
-    # after 32 evaluations, 0.75 never. Common target 0.5: FGPO at step 1 (4 rows seen).
-    fg = curve([0.25, 0.5, 0.75], [48, 48, 48], [0, 4, 6], [None, 0.0, 0.0])
-    gr = curve([0.25, 0.25, 0.5], [0, 16, 32], [0, 2, 4], [None, 0.25, 0.75],
-               unique=[0, 12, 20])
+def grpo_curves() -> pd.DataFrame:
+    # seed 0 reaches 0.5 after 32 evaluations; seed 1 never leaves 0.25
+    return pd.concat([curve([0.25, 0.25, 0.5], [0.3, 0.3, 0.5], [0, 16, 32], 2, 0),
+                      curve([0.25, 0.25, 0.25], [0.3, 0.3, 0.3], [0, 16, 32], 0, 1)],
+                     ignore_index=True)
+
+
+def selections(masks: list[int], order: list[int] | None = None) -> pd.DataFrame:
+    """Greedy test choices, the same for both seeds; `order` shuffles the rows."""
+    t, rows = table(), np.arange(4)
+    one = pd.DataFrame({"question_id": IDS, "family": t.families, "mask": masks,
+                        "correct": t.correct[rows, masks], "reward": t.reward[rows, masks]})
+    both = pd.concat([one.assign(seed=s) for s in SEEDS], ignore_index=True)
+    return both.iloc[order] if order else both
+
+
+def setting(reasoner: str, grpo_masks: list[int], fgpo_acc: float, grpo_acc: float
+            ) -> SettingData:
+    # FGPO picks masks 1, 1, 2, 3: every answer right. Its rows come in another order than
+    # GRPO's: the comparison pairs by (seed, question), not by row.
     return SettingData(
-        reasoner=reasoner, benchmark=benchmark,
-        metrics={"fgpo": metrics(fgpo_acc, 1.5, 0.10), "grpo": metrics(grpo_acc, 0.5, 0.40)},
-        curves={"fgpo": fg, "grpo": gr},
-        selections={"fgpo": selections([1, 1, 2, 3]), "grpo": selections([0, 1, 0, 0])},
-        table_stats={"table/uniform_zero_signal_frac": 0.002,
-                     "table/constant_reward_row_frac": 0.0, "table/group_size": 8,
-                     **BASELINES},  # the report reads baselines from table-stats, not train
-        test=table())
+        reasoner=reasoner, benchmark="toyqa",
+        metrics={"fgpo": metrics(fgpo_acc, 1.25, 0.10), "grpo": metrics(grpo_acc, 0.25, 0.40)},
+        curves={"fgpo": fgpo_curves(), "grpo": grpo_curves()},
+        selections={"fgpo": selections([1, 1, 2, 3], order=[7, 6, 5, 4, 3, 2, 1, 0]),
+                    "grpo": selections(grpo_masks)},
+        table_stats=STATS, test=table())
 
 
 @pytest.fixture
 def fixture_settings() -> list[SettingData]:
-    return [setting("strong", "toyqa", 0.875, 0.75), setting("weak", "toyqa", 0.5, 0.502)]
+    # strong: GRPO wrong on all four questions; weak: GRPO right on q1 and q2 (2 of 4)
+    return [setting("strong", [0, 0, 1, 0], 1.0, 0.0), setting("weak", [0, 1, 0, 0], 1.0, 0.5)]
+
+
+def test_fixed_policies_from_the_table_by_hand(fixture_settings):
+    b = baselines(fixture_settings[0])
+    # per-family best: alpha -> mask 1, beta -> mask 2: all right, one tool each
+    assert b["baseline/test/family_best_accuracy"] == 1.0
+    assert b["baseline/test/family_best_reward"] == pytest.approx(0.99)
+    assert b["baseline/test/family_best_tools"] == 1.0
+    assert b["baseline/test/no_tools_accuracy"] == 0.25      # mask 0: only q2 right
+    assert b["baseline/test/all_tools_reward"] == pytest.approx(0.98)
+    assert b["baseline/test/chance_accuracy"] == pytest.approx(9 / 16)
+    assert b["baseline/test/chance_reward"] == pytest.approx(9 / 16 - 0.01)  # mean tools 1
+    assert b["baseline/test/oracle_reward"] == pytest.approx((0.99 + 0.99 + 1.0 + 0.99) / 4)
+    assert b["baseline/test/oracle_tools"] == pytest.approx(0.75)
+
+
+def test_pairing_is_by_seed_and_question_and_refuses_mismatched_runs(fixture_settings):
+    s = fixture_settings[1]
+    diff = paired(s.selections["fgpo"], s.selections["grpo"], "correct", s.name)
+    assert diff.tolist() == [[1, 0, 0, 1], [1, 0, 0, 1]]   # q0..q3 under seeds 0 and 1
+    with pytest.raises(InputError, match="different seeds or questions"):
+        paired(s.selections["fgpo"], s.selections["grpo"].query("seed == 0"), "correct", "x")
+
+
+def test_evals_to_target_per_seed_and_censored():
+    # target = FGPO's val accuracy at its checkpoint (0.75) - one of 4 val questions = 0.5
+    hits = evals_to_target(fgpo_curves(), grpo_curves(), n_val=4)
+    assert hits == [{"seed": 0, "target": 0.5, "evals": 32.0, "total": 32.0},
+                    {"seed": 1, "target": 0.5, "evals": None, "total": 32.0}]
 
 
 def test_setting_numbers_from_the_fixture(fixture_settings):
-    r = setting_numbers(fixture_settings[0], ReportConfig())
-    assert r["diff/test/accuracy"] == pytest.approx(0.125) and r["outcome"] == "win"
-    assert r["target/val_accuracy"] == 0.5 and r["target/informative"]
-    assert (r["target/fgpo_step"], r["target/grpo_step"]) == (1, 2)
-    assert r["target/fgpo_rows_seen_cells"] == 4 * 4          # 4 questions x 2^2 subsets
-    assert r["target/grpo_reward_evals"] == 32 and r["target/grpo_reward_evals_unique"] == 20
-    assert r["target/grpo_over_fgpo_table"] == pytest.approx(32 / 48)
-    assert r["budget/fgpo_rows_seen_cells"] == 24 and r["budget/grpo_evals_per_step"] == 16
-    assert r["zero_signal/grpo_first_steps"] == pytest.approx(0.5)   # window 10 > 2 steps
-    assert r["baseline/best_fixed_tools"] == 2
-    assert r["baseline/oracle_tools_per_question"] == pytest.approx((1 + 1 + 0 + 1) / 4)
-    tie = setting_numbers(fixture_settings[1], ReportConfig())
-    assert tie["outcome"] == "tie"                               # 0.2 points < 0.5 margin
+    strong, weak = (setting_numbers(s, ReportConfig()) for s in fixture_settings)
+    # strong: FGPO right on all 8 (seed, question) cells, GRPO on none: [1, 1] and a win
+    assert strong["diff/test/accuracy"] == 1.0 and strong["outcome"] == "win"
+    assert (strong["diff/test/accuracy_lo"], strong["diff/test/accuracy_hi"]) == (1.0, 1.0)
+    assert (strong["mcnemar/fgpo_only"], strong["mcnemar/grpo_only"]) == (8, 0)
+    assert strong["mcnemar/p"] == pytest.approx(2 * 0.5 ** 8)
+    # weak: diff 1, 0, 0, 1 per seed; a resample of 4 questions misses both 1s with
+    # probability (1/2)^4 = 6.25% > 2.5%, so the interval touches 0: a tie, however large
+    assert weak["diff/test/accuracy"] == 0.5 and weak["diff/test/accuracy_lo"] == 0.0
+    assert weak["outcome"] == "tie" and weak["mcnemar/p"] == pytest.approx(2 * 0.5 ** 4)
+    # FGPO vs the per-family best on reward: 0, 0, 0, -0.01 (q3 takes both tools): q3 is left
+    # out of a resample with probability (3/4)^4 = 32%, so the interval reaches 0: a tie
+    assert weak["fgpo/vs_family_best/reward"] == pytest.approx(-0.0025)
+    assert weak["fgpo/vs_family_best/reward_outcome"] == "tie"
+    assert strong["grpo/vs_family_best/accuracy_outcome"] == "loss"
+    # the schedule: 8 visits of 4 train questions = 2 epochs, 32 / 8 = G 4, 2^K = 4
+    assert (strong["schedule/epochs"], strong["schedule/group_size"]) == (2.0, 4.0)
+    assert strong["schedule/ratio"] == pytest.approx(2 * 4 / 4)
+    assert strong["schedule/measured_ratio"] == pytest.approx(32 / 16)
+    assert strong["target/seed0/grpo_reward_evals"] == 32.0
+    assert strong["target/seed1/grpo_reward_evals"] is None and strong["target/reached"] == 1
+    # FGPO's seed-mean val expected reward: 0.6 at epoch 2, 0.7 one epoch before
+    assert strong["fgpo/val/last_epoch_change"] == pytest.approx(-0.1)
+    assert strong["zero_signal/grpo_first_steps"] == pytest.approx(0.5)
 
 
 def test_overall_counts_and_means(fixture_settings):
     rows = [setting_numbers(s, ReportConfig()) for s in fixture_settings]
     o = overall_numbers(rows)
     assert (o["overall/fgpo_wins"], o["overall/ties"], o["overall/fgpo_losses"]) == (1, 1, 0)
-    assert o["overall/mean_diff"] == pytest.approx((0.125 - 0.002) / 2)
-    assert o["budget/end_grpo_over_fgpo"] == pytest.approx(64 / 96)
-    assert o["budget/target_grpo_over_fgpo_median"] == pytest.approx(32 / 48)
-    assert o["toyqa/grpo/test/tools_per_question"] == 0.5
-    assert o["budget/table_over_grpo_evals_per_step"] == 3.0       # 48 cells / 16 per step
-    assert o["budget/grpo_reaches_fgpo_best"] == 0                 # 0.5 < FGPO's 0.75
+    assert o["overall/fgpo_higher_mean"] == 2 and o["overall/mcnemar_p05"] == 1
+    assert o["overall/mean_diff"] == pytest.approx(0.75)
+    assert o["schedule/ratio"] == pytest.approx(2.0) and not o["schedule/ratios_differ"]
+    assert (o["target/runs"], o["target/reached"]) == (4, 2)
+    assert o["target/median_over_table"] == pytest.approx(32 / 16)
+    # GRPO below the all-correct per-family best: by 1 everywhere (strong, a loss) and by
+    # -1, 0, 0, -1 (weak: a tie, as for the headline above)
+    assert o["family_best/grpo/accuracy_losses"] == 1
+    assert o["family_best/fgpo/reward_wins"] == 0
+    assert o["toyqa/grpo/test/tools_per_question"] == 0.25
 
 
 GOLDEN = """\
-| reasoner | benchmark | FGPO | GRPO | FGPO − GRPO | outcome | no tools | all tools | random | best fixed | oracle |
-|---|---|---:|---:|---:|---|---:|---:|---:|---:|---:|
-| strong | toyqa | 0.875 | 0.750 | +12.5 pt | win | 0.250 | 1.000 | 0.562 | 1.000 | 1.000 |
-| weak | toyqa | 0.500 | 0.502 | -0.2 pt | tie | 0.250 | 1.000 | 0.562 | 1.000 | 1.000 |"""
+| reasoner | benchmark | FGPO | GRPO | FGPO − GRPO [95% CI] | outcome | McNemar p | no tools | all tools | chance | family best | oracle (bound) |
+|---|---|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|
+| strong | toyqa | 1.000 ± 0.000 | 0.000 ± 0.000 | +100.0 [+100.0, +100.0] pt | win | 0.00781 | 0.250 | 1.000 | 0.562 | 1.000 | 1.000 |
+| weak | toyqa | 1.000 ± 0.000 | 0.500 ± 0.000 | +50.0 [+0.0, +100.0] pt | tie | 0.125 | 0.250 | 1.000 | 0.562 | 1.000 | 1.000 |"""
 
 
 def test_settings_table_matches_golden_markdown(fixture_settings):
@@ -167,21 +220,22 @@ def test_settings_table_matches_golden_markdown(fixture_settings):
 
 def test_seed_spread_is_shown_when_there_are_several_seeds(fixture_settings):
     s = fixture_settings[0]
-    s.metrics["fgpo"].update({"seeds": [0, 1, 2], "test/accuracy_std": 0.0125})
+    s.metrics["fgpo"].update({"test/accuracy": 0.875, "test/accuracy_std": 0.0125})
     row = setting_numbers(s, ReportConfig())
     assert "| 0.875 ± 0.013 |" in settings_table([row])
 
 
 def test_family_accuracy_and_subset_choice(fixture_settings):
-    s = fixture_settings[0]
+    s = fixture_settings[1]
     fam = family_accuracy(s).set_index("family")
     # FGPO picks masks 1,1 (both correct) in alpha, 2,3 (both correct) in beta.
     assert fam.loc["alpha", "fgpo"] == 1.0 and fam.loc["beta", "fgpo"] == 1.0
     assert fam.loc["alpha", "grpo"] == 0.5 and fam.loc["beta", "grpo"] == 0.5
     assert fam.loc["alpha", "no_tools"] == 0.0 and fam.loc["beta", "oracle"] == 1.0
+    assert fam.loc["alpha", "family_best"] == 1.0 and fam.loc["beta", "best_fixed"] == 1.0
     share = subset_choice(s, top=3)
     assert share["grpo"].loc["beta", 0] == 1.0 and share["fgpo"].loc["alpha", 1] == 1.0
-    assert list(share["fgpo"].columns) == [0, 1, 2]   # counts 3, 3, 1, 1: ties by mask order
+    assert list(share["fgpo"].columns) == [0, 1, 2]   # counts 6, 6, 2, 2: ties by mask order
     assert subset_label(0, ["composition", "motif_scan"]) == "none"
     assert subset_label(3, ["composition", "motif_scan"]) == "compo+motif"
 
@@ -189,6 +243,7 @@ def test_family_accuracy_and_subset_choice(fixture_settings):
 def test_figures_are_written_and_not_blank(tmp_path, fixture_settings):
     fam = pd.concat([family_accuracy(s) for s in fixture_settings])
     paths = [
+        figures.validation_curves(fixture_settings, tmp_path / "v.png"),
         figures.accuracy_vs_evals(fixture_settings, tmp_path / "a.png"),
         figures.zero_signal_vs_step(fixture_settings, tmp_path / "z.png"),
         figures.family_accuracy(fam, tmp_path / "f.png"),
@@ -210,10 +265,15 @@ def test_render_summary_has_every_section(fixture_settings):
                         {"A figure": "figures/a.png"}, cfg)
     secs = sections(md)
     assert list(secs) == ["What ran", "Paper vs this run", "Test accuracy per setting",
-                          "Reward-evaluation budgets", "Tools per question",
-                          "Zero-signal fraction", "Per-family accuracy", "Figures"]
+                          "Test reward and tools", "Reward-evaluation budgets",
+                          "Zero-signal fraction", "Convergence and checkpoints",
+                          "Why this run differs from the paper", "Per-family accuracy",
+                          "Figures"]
     assert GOLDEN in secs["Test accuracy per setting"]
-    assert "FGPO wins 1, ties 1 and loses 0 of 2 settings" in md
+    assert ("significantly higher (paired 95% interval above zero) in 1, indistinguishable in "
+            "1 and significantly lower in 0 of 2 settings") in md
+    assert "| 2.000x (2 × 4 / 4) |" in secs["Paper vs this run"]   # the schedule, by hand
+    assert "> 32" in secs["Reward-evaluation budgets"]              # seed 1 censored
     assert "![A figure](figures/a.png)" in secs["Figures"]
 
 
@@ -255,16 +315,8 @@ def test_report_names_the_missing_input_and_bad_params(tmp_path):
     path.write_text(yaml.safe_dump(params))
     with pytest.raises(InputError, match="report.heatmap_reasoner"):
         stage.main(path, data=tmp_path / "data", tracking=False)
-    params["report"] = {"tie_margn": 0.01}   # typo
+    params["report"] = {"levle": 0.9}   # typo
     path.write_text(yaml.safe_dump(params))
-    with pytest.raises(InputError, match="tie_margn"):
+    with pytest.raises(InputError, match="levle"):
         stage.main(path, data=tmp_path / "data", tracking=False)
     assert not (tmp_path / "reports").exists()
-
-
-def test_a_target_reached_before_training_costs_nothing():
-    # step 0 has no train counters (blank in the curve CSV): reaching the target there cost 0
-    c = pd.DataFrame({"step": [0, 1], "val_accuracy": [0.6, 0.6],
-                      "train_reward_evals_unique": [np.nan, 120.0]})
-    assert budget_to_target(c, 0.6, "train_reward_evals_unique") == 0.0
-    assert budget_to_target(c, 0.7, "train_reward_evals_unique") is None

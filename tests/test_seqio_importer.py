@@ -357,14 +357,14 @@ def test_config_errors_name_the_params_file_actually_read(tmp_path: Path) -> Non
 
     p = tmp_path / "other.yaml"
     p.write_text("tools:\n  names: []\n"
-                 "train:\n  eval_every: 0\n  policy:\n    kind: rnn\n"
+                 "train:\n  evals_per_epoch: 0\n  policy:\n    kind: rnn\n"
                  "prepare:\n  genomeqa:\n    kind: generated\n"
                  "    source: src/fgpo/benchmarks/genomeqa.py\n    n_questions: 0\n"
-                 "report:\n  tie_margin: -1\n")
+                 "report:\n  level: 1.5\n")
     for load, field in [(lambda: load_section(ToolsConfig, "tools", p), "tools.names"),
                         (lambda: load_section(TrainConfig, "train", p), "train.policy.kind"),
                         (lambda: load_prepare(p), "prepare.genomeqa.n_questions"),
-                        (lambda: load_section(ReportConfig, "report", p), "report.tie_margin")]:
+                        (lambda: load_section(ReportConfig, "report", p), "report.level")]:
         with pytest.raises(InputError) as exc:
             load()
         msg = str(exc.value)

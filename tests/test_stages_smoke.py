@@ -27,14 +27,15 @@ BENCHMARKS = [name for name, b in load_prepare(REPO / "params.yaml").benchmarks.
 
 def small_params(tmp: Path, n: int = 24) -> Path:
     """The repo's params.yaml shrunk so each stage runs its real code paths in seconds: n
-    questions per benchmark (a few per family), one reasoner, 2 training steps."""
+    questions per benchmark (a few per family), one reasoner, one epoch in batches of 4."""
     params = yaml.safe_load((REPO / "params.yaml").read_text())
     for name in BENCHMARKS:
         params["prepare"][name]["n_questions"] = n
     params["tools"]["workers"] = 2
     params["tools"]["chunk_size"] = 8
     params["reward_table"]["build"] = ["careful_expert"]
-    params["train"].update(steps=2, eval_every=1, checkpoint_every=1, batch_size=4,
+    params["train"].update(epochs=1, evals_per_epoch=2, checkpoint_every=1, batch_size=4,
+                           seeds=[0],  # one run per method: the code paths, not statistics
                            # a few questions per family: val is too small for the noise check
                            allow_degenerate_table=True)
     path = tmp / "params.yaml"
@@ -174,14 +175,16 @@ def test_train_stage_logs_a_complete_mlflow_run(tmp_path):
         assert tags["reasoner"] == "careful_expert" and tags["benchmark"] == "genomeqa"
         assert tags["seed"] == "0" and len(tags["table_md5"]) == 32 and tags["git_commit"]
         assert tags["device"] == "cpu"  # the resolved train.device (auto here: no GPU)
-        assert run.data.params["train.steps"] == "2"
+        assert run.data.params["train.epochs"] == "1"
         for key in ("train/expected_reward", "train/loss", "train/kl", "train/entropy",
                     "train/zero_signal_frac", "train/reward_evals", "val/accuracy",
                     "val/tools_per_question", "test/accuracy", "test/expected_accuracy",
                     "test/tools_per_question", "budget/reward_evals", "budget/table_cells"):
             assert key in metrics, key
         history = client.get_metric_history(run.info.run_id, "train/loss")
-        assert [m.step for m in history] == [1, 2]
+        total = int(metrics["budget/optimizer_steps"])  # one epoch: FGPO 1, GRPO mu per batch
+        assert [m.step for m in history] == list(range(1, total + 1))
+        assert metrics["checkpoint/step"] <= total
         artifacts = {a.path for a in client.list_artifacts(run.info.run_id)}
         assert {"adapter", "test_selections.parquet", "learning_curve.png"} <= artifacts
         m = json.loads((tmp_path / f"metrics/train/careful_expert/genomeqa/{tags['method']}.json")
@@ -190,7 +193,10 @@ def test_train_stage_logs_a_complete_mlflow_run(tmp_path):
     grpo = [r for r in runs if r.data.tags["method"] == "grpo"][0].data.metrics
     fgpo_m = [r for r in runs if r.data.tags["method"] == "fgpo"][0].data.metrics
     assert fgpo_m["budget/reward_evals"] == fgpo_m["budget/table_cells_train"]
-    assert grpo["budget/reward_evals"] == 1 * 4 * 8  # one sampled batch of 4 questions x G=8
+    # one epoch: every train question once, G = 8 subsets each; twice the steps of FGPO (mu = 2)
+    assert grpo["budget/reward_evals"] == grpo["budget/question_visits"] * 8
+    assert grpo["budget/question_visits"] == fgpo_m["budget/question_visits"]
+    assert grpo["budget/optimizer_steps"] == 2 * fgpo_m["budget/optimizer_steps"]
     curve = pd.read_csv(tmp_path / "plots/train/careful_expert/genomeqa/grpo.csv")
     assert {"step", "train_reward_evals", "val_accuracy", "train_zero_signal_frac",
             "train_questions_seen"} <= set(curve)
@@ -295,7 +301,7 @@ def test_a_killed_setting_resumes_each_run_on_its_own(built, tmp_path):
     FGPO's finished run back (no new MLflow run, the same result) and trains only GRPO."""
     uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
     params = yaml.safe_load((built / "params.yaml").read_text())
-    params["train"].update(steps=40, eval_every=10, checkpoint_every=1)  # GRPO: long enough
+    params["train"].update(epochs=10, evals_per_epoch=1, checkpoint_every=1)  # GRPO: long enough
     (tmp_path / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
     cmd = _train_cmd(built, "fgpo", "grpo", params=tmp_path / "params.yaml")
     proc = subprocess.Popen(cmd, cwd=tmp_path, env=_env(MLFLOW_TRACKING_URI=uri),
@@ -318,7 +324,9 @@ def test_a_killed_setting_resumes_each_run_on_its_own(built, tmp_path):
     from mlflow.tracking import MlflowClient
     steps = [m.step for m in MlflowClient(uri).get_metric_history(grpo_run.info.run_id,
                                                                   "train/loss")]
-    assert sorted(set(steps)) == list(range(1, 41))
+    grpo_done = json.loads((tmp_path / "runs/grpo/careful_expert/genomeqa/seed0/result.json")
+                           .read_text())
+    assert sorted(set(steps)) == list(range(1, grpo_done["final"]["budget/optimizer_steps"] + 1))
     saved = json.loads(first)
     m = json.loads((tmp_path / "metrics/train/careful_expert/genomeqa/fgpo.json").read_text())
     assert m["test/accuracy"] == saved["final"]["test/accuracy"]
@@ -328,7 +336,7 @@ def test_seeds_in_one_process_match_each_seed_trained_alone(built, tmp_path):
     """The frozen-layer cache and the backbone are shared by the runs of a process; their
     numbers must not be: seed 1 after seed 0 (and after the other method) equals seed 1 alone."""
     params = yaml.safe_load((built / "params.yaml").read_text())
-    params["train"].update(steps=4, eval_every=2)
+    params["train"].update(epochs=1, evals_per_epoch=2)
     curves, finals = {}, {}
     for name, seeds, methods in (("together", [0, 1], ("fgpo", "grpo")),
                                  ("alone", [1], ("grpo",))):
@@ -344,7 +352,7 @@ def test_seeds_in_one_process_match_each_seed_trained_alone(built, tmp_path):
         curves[name] = curve[curve.seed == 1].reset_index(drop=True)
         finals[name] = json.loads((work / "runs/grpo/careful_expert/genomeqa/seed1/result.json")
                                   .read_text())["final"]
-    assert len(curves["alone"]) == 5
+    assert len(curves["alone"]) == finals["alone"]["budget/optimizer_steps"] + 1  # step 0 on
     pd.testing.assert_frame_equal(curves["together"], curves["alone"], rtol=1e-6, atol=1e-7)
     assert finals["together"].keys() == finals["alone"].keys()
     for k, v in finals["alone"].items():  # test metrics too
@@ -364,7 +372,7 @@ def test_a_storage_password_is_never_logged_printed_or_written(built, tmp_path, 
     with_password = url.replace("://fgpo@", f"://fgpo:{planted}@", 1)
     assert planted in with_password
     params = yaml.safe_load((built / "params.yaml").read_text())
-    params["sweep"].update(steps=2, eval_every=1, n_startup_trials=1, n_warmup_steps=0)
+    params["sweep"].update(epochs=1, evals_per_epoch=1, n_startup_trials=1, n_warmup_steps=0)
     params["sweep"]["space"].pop("batch_size")  # 8 or 16 > the small benchmark's train split
     (tmp_path / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
     name = f"secret-{os.getpid()}-{int(time.time())}"
@@ -425,7 +433,7 @@ class Sampled(Batch):
 
 @register
 class Toy:
-    name, Config = "toy", ToyConfig
+    name, Config, steps_per_batch = "toy", ToyConfig, 1
 
     def __init__(self, cfg, own, rewards, n_train, generator):
         self.own, self.rewards, self.generator, self.evals = own, rewards, generator, 0
@@ -481,7 +489,7 @@ def test_a_toy_estimator_is_one_module_and_one_registry_line(built, tmp_path):
     params = yaml.safe_load((built / "params.yaml").read_text())
     params["prepare"] = {"genomeqa": params["prepare"]["genomeqa"]}  # the one built setting
     params["train"].update(methods=["fgpo", "grpo", "toy"], toy={"temperature": 1.5})
-    params["sweep"].update(steps=2, eval_every=1, n_startup_trials=1, n_warmup_steps=0,
+    params["sweep"].update(epochs=1, evals_per_epoch=1, n_startup_trials=1, n_warmup_steps=0,
                            storage=f"sqlite:///{tmp_path / 'optuna.db'}",
                            space={"learning_rate": {"type": "float", "low": 1e-3, "high": 1e-2},
                                   "toy.temperature": {"type": "float", "low": 0.5, "high": 2.0}})
@@ -493,7 +501,8 @@ def test_a_toy_estimator_is_one_module_and_one_registry_line(built, tmp_path):
     r = fgpo("train", "careful_expert", "genomeqa", "--no-mlflow", cwd=work, **env)
     assert r.returncode == 0, r.stderr[-3000:]
     toy = json.loads((work / "metrics/train/careful_expert/genomeqa/toy.json").read_text())
-    assert toy["budget/reward_evals"] == 2 * 4  # two steps of 4 questions, one sample each
+    # one sample per question visited: one epoch over the train split
+    assert toy["budget/reward_evals"] == toy["budget/question_visits"] > 0
     assert 0.0 <= toy["test/accuracy"] <= 1.0
     r = fgpo("sweep", "--method", "toy", "--reasoner", "careful_expert", "--benchmark",
              "genomeqa", "--n-trials", "1", "--no-mlflow", cwd=work, **env)

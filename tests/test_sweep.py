@@ -157,7 +157,7 @@ def _stage_params(tmp_path: Path, backbone: str, space: dict) -> Path:
     from dataclasses import asdict
     params = yaml.safe_load((REPO / "params.yaml").read_text())
     params["train"] = json.loads(json.dumps(asdict(tiny_cfg(backbone))))
-    params["sweep"] = {**params["sweep"], "steps": 6, "eval_every": 2, "n_startup_trials": 1,
+    params["sweep"] = {**params["sweep"], "epochs": 2, "evals_per_epoch": 2, "n_startup_trials": 1,
                        "n_warmup_steps": 0, "space": space,
                        "storage": f"sqlite:///{tmp_path / 'optuna.db'}"}
     path = tmp_path / "params.yaml"

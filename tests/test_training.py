@@ -22,6 +22,7 @@ from fgpo.train.config import TrainConfig
 from fgpo.train.estimators import ESTIMATORS
 from fgpo.train.grpo import GRPOConfig
 from fgpo.train.loop import train_run
+from fgpo.train.schedule import Schedule
 
 TOOLS = ["composition", "motif_scan", "orf_finder"]  # K = 3: 8 subsets
 BEST = {"gc": 0b001, "motif": 0b010, "orf": 0b110}    # each family's uniquely best subset
@@ -67,7 +68,8 @@ def tiny_cfg(backbone: str, **kw) -> TrainConfig:
     # A 2-layer 32-wide encoder and 12 questions per family: the loop's code paths in seconds.
     policy = PolicyConfig(backbone=backbone, lora_target_modules=["query", "value"],
                           lora_layers=[], max_length=24, lora_r=4)
-    base = dict(steps=12, batch_size=8, learning_rate=1e-2, head_lr_mult=10.0, eval_every=6,
+    # 24 train questions in batches of 8: 3 batches per epoch.
+    base = dict(epochs=4, batch_size=8, learning_rate=1e-2, head_lr_mult=10.0, evals_per_epoch=2,
                 checkpoint_every=5, warmup_ratio=0.0, lr_schedule="constant", beta=0.0,
                 policy=policy, grpo=GRPOConfig(group_size=8, inner_epochs=2),
                 allow_degenerate_table=True)  # tiny tables: val is too small for the noise check
@@ -106,7 +108,7 @@ def test_one_step_moves_lora_and_leaves_the_base_frozen(tiny_backbone):
 @pytest.mark.parametrize("method", ["fgpo", "grpo"])
 def test_both_trainers_converge_to_each_familys_best_subset(tiny_backbone, method):
     data = synthetic_data()
-    cfg = tiny_cfg(tiny_backbone, steps=60, head_lr_mult=3.0)
+    cfg = tiny_cfg(tiny_backbone, epochs=20, head_lr_mult=3.0)
     result = train_run(method, cfg, data, seed=0, progress=False)
     assert not any(k.startswith("test/") for k in result.final)  # training never reads test
     test, sel = evaluate_test(result.policy, data, cfg.zero_signal_group_size)
@@ -115,14 +117,14 @@ def test_both_trainers_converge_to_each_familys_best_subset(tiny_backbone, metho
     if method == "grpo":  # concentrated policy -> sampled groups collide -> no signal
         late = [h["train/zero_signal_frac"] for h in result.history[-6:]]
         assert np.mean(late) > 0.5
-        assert result.final["budget/reward_evals"] == 30 * 8 * 8  # 30 sampled batches x B x G
+        assert result.final["budget/reward_evals"] == 20 * 24 * 8  # epochs x N x G
     else:
         assert result.final["budget/reward_evals"] == 24 * 8  # the train split's table cells
 
 
 @pytest.mark.parametrize("method", ["fgpo", "grpo"])
 def test_seeded_runs_reproduce_bit_for_bit(tiny_backbone, method):
-    data, cfg = synthetic_data(), tiny_cfg(tiny_backbone, steps=6)
+    data, cfg = synthetic_data(), tiny_cfg(tiny_backbone, epochs=2)
     a = train_run(method, cfg, data, seed=3, progress=False)
     b = train_run(method, cfg, data, seed=3, progress=False)
     assert a.history == b.history
@@ -144,10 +146,13 @@ class _Interrupt:
         if step == self.at:
             raise KeyboardInterrupt
 
+    def flush(self):
+        pass
+
 
 @pytest.mark.parametrize("method", ["fgpo", "grpo"])
 def test_resumed_run_ends_identical_to_an_uninterrupted_one(tiny_backbone, tmp_path, method):
-    data, cfg = synthetic_data(), tiny_cfg(tiny_backbone, steps=12, checkpoint_every=5)
+    data, cfg = synthetic_data(), tiny_cfg(tiny_backbone, epochs=4, checkpoint_every=5)
     whole = train_run(method, cfg, data, seed=1, progress=False)
     ckpt = tmp_path / "ckpt.pt"
     with pytest.raises(KeyboardInterrupt):
@@ -165,7 +170,7 @@ class _OneSample:
     """A third estimator, written as a new one would be: REINFORCE with one subset per question
     (no baseline), drawn from pi; it only implements the fgpo.train.base interface."""
 
-    name, Config = "one_sample", dict
+    name, Config, steps_per_batch = "one_sample", dict, 1
 
     def __init__(self, cfg, own, rewards, n_train, generator):
         self.rewards, self.generator, self.evals = rewards, generator, 0
@@ -204,7 +209,7 @@ def test_an_estimator_is_one_class_and_one_registry_entry(tiny_backbone, tmp_pat
     counts, checkpoints and resumes with no change to the loop."""
     assert TrainConfig().methods == list(ESTIMATORS)  # the config's default: every registered one
     monkeypatch.setitem(ESTIMATORS, "one_sample", _OneSample)
-    data, cfg = synthetic_data(), tiny_cfg(tiny_backbone, steps=6, checkpoint_every=2)
+    data, cfg = synthetic_data(), tiny_cfg(tiny_backbone, epochs=2, checkpoint_every=2)
     cfg.one_sample = {}  # its settings section (TrainConfig gets one per estimator at import)
     whole = train_run("one_sample", cfg, data, seed=0, progress=False)
     assert [h["train/reward_evals"] for h in whole.history] == [0, 8, 16, 24, 32, 40, 48]
@@ -238,7 +243,9 @@ def test_bad_backbone_and_lora_targets_fail_before_training(tiny_backbone, tmp_p
     (dict(learning_rate=0.0), "train.learning_rate"),
     (dict(learning_rate="1e-3"), "train.learning_rate"),   # YAML reads 1e-3 as a string
     (dict(head_lr_mult=0.0), "train.head_lr_mult"),
-    (dict(eval_every=0), "train.eval_every"),
+    (dict(evals_per_epoch=0), "train.evals_per_epoch"),
+    (dict(epochs=0), "train.epochs"),
+    (dict(checkpoint_rule="best"), "train.checkpoint_rule"),
     (dict(checkpoint_every=0), "train.checkpoint_every"),
     (dict(weight_decay=-0.1), "train.weight_decay"),
     (dict(max_grad_norm=0.0), "train.max_grad_norm"),
@@ -260,7 +267,7 @@ def test_bad_backbone_and_lora_targets_fail_before_training(tiny_backbone, tmp_p
 ])
 def test_out_of_range_settings_are_refused_by_the_config(change, field):
     """Validated when the config is built: before any model, data or tracking work. (A
-    negative rate used to train silently worse; eval_every/checkpoint_every 0 crashed with a
+    negative rate used to train silently worse; evals_per_epoch/checkpoint_every 0 crashed with a
     ZeroDivisionError after the model loaded.)"""
     nested = {"grpo": GRPOConfig, "policy": PolicyConfig}
     with pytest.raises(InputError) as exc:
@@ -330,7 +337,7 @@ def test_a_saved_adapter_loads_back_with_peft_and_gives_the_same_log_probs(tiny_
     from transformers import AutoModel
 
     data = synthetic_data()
-    cfg = tiny_cfg(tiny_backbone, steps=3)
+    cfg = tiny_cfg(tiny_backbone, epochs=1)
     cfg = replace(cfg, policy=replace(cfg.policy, lora_layers=[1]))
     trained = train_run("fgpo", cfg, data, seed=0, progress=False).policy
     assert any(float(p.abs().sum()) > 0 for n, p in trained.named_parameters() if "lora_B" in n)
@@ -349,3 +356,94 @@ def test_a_saved_adapter_loads_back_with_peft_and_gives_the_same_log_probs(tiny_
     fresh.eval()
     torch.testing.assert_close(fresh.log_probs(rows), trained.log_probs(rows))
     assert not torch.allclose(untrained, trained.log_probs(rows), atol=1e-3)  # it moved
+
+
+# ---- the declared schedule and the selected checkpoint ----------------------------------------
+
+def test_schedule_arithmetic_by_hand():
+    # 50 questions in batches of 16: 4 batches per epoch (16, 16, 16, 2); 3 epochs.
+    fgpo = Schedule(n_train=50, batch_size=16, epochs=3, steps_per_batch=1, evals_per_epoch=2)
+    grpo = Schedule(n_train=50, batch_size=16, epochs=3, steps_per_batch=2, evals_per_epoch=2)
+    assert (fgpo.batches_per_epoch, fgpo.total_steps, grpo.total_steps) == (4, 12, 24)
+    assert fgpo.question_visits == grpo.question_visits == 150
+    assert fgpo.validation_steps() == [2, 4, 6, 8, 10, 12]      # after batches 2, 4, 6, ...
+    assert grpo.validation_steps() == [4, 8, 12, 16, 20, 24]    # the same batches, mu = 2
+    # more validation points than batches: one per batch
+    assert Schedule(5, 4, 1, 1, 10).validation_steps() == [1, 2]
+
+
+class _Visits:
+    """A tracker that records the train rows each method is handed (through the loop's log)."""
+
+    run_id = None
+
+    def __init__(self) -> None:
+        self.metrics: list[dict] = []
+
+    def log_metrics(self, metrics, step):
+        self.metrics.append({"step": step, **metrics})
+
+    def flush(self):
+        pass
+
+
+@pytest.mark.parametrize("epochs", [1, 3])
+def test_both_methods_visit_every_train_question_epochs_times(tiny_backbone, monkeypatch,
+                                                               epochs):
+    """Count the rows each estimator actually draws: the same multiset for FGPO and GRPO,
+    every train question exactly `epochs` times, although GRPO takes mu = 2 steps per batch.
+    A train split of 24 in batches of 7 leaves a remainder batch (7, 7, 7, 3)."""
+    from fgpo.train import loop
+
+    data = synthetic_data()
+    cfg = tiny_cfg(tiny_backbone, epochs=epochs, batch_size=7)
+    drawn: dict[str, list[int]] = {}
+    original = loop.next_batch
+    for method in ("fgpo", "grpo"):
+        rows: list[int] = []
+
+        def counting(*a, rows=rows, **kw):
+            batch = original(*a, **kw)
+            rows.extend(batch.tolist())
+            return batch
+        monkeypatch.setattr(loop, "next_batch", counting)
+        result = train_run(method, cfg, data, seed=0, progress=False)
+        drawn[method] = rows
+        assert result.final["budget/question_visits"] == epochs * 24
+        mu = cfg.grpo.inner_epochs if method == "grpo" else 1
+        assert result.final["budget/optimizer_steps"] == epochs * 4 * mu
+        if method == "grpo":  # one on-demand evaluation per sampled subset: epochs x N x G
+            assert result.final["budget/reward_evals"] == epochs * 24 * cfg.grpo.group_size
+    train_rows = data.rows("train").tolist()
+    for method, rows in drawn.items():
+        assert sorted(rows) == sorted(train_rows * epochs), method
+
+
+@pytest.mark.parametrize("method", ["fgpo", "grpo"])
+def test_the_selected_checkpoint_is_the_best_validation_point(tiny_backbone, method):
+    """best_val: the returned policy is the one of the validation point with the highest
+    val/expected_reward (re-validated here from scratch: its metrics equal that point's), and
+    its final val/ numbers are that point's; last: the final step's."""
+    from fgpo.train.loop import validate
+
+    data = synthetic_data()
+    # a rate high enough that the curve is not monotone on 6 validation questions
+    cfg = tiny_cfg(tiny_backbone, epochs=6, evals_per_epoch=3, learning_rate=5e-2)
+    result = train_run(method, cfg, data, seed=2, progress=False)
+    points = [h for h in result.history if "val/expected_reward" in h]
+    best = max(points, key=lambda h: (h["val/expected_reward"], -h["step"]))
+    assert best["step"] < result.history[-1]["step"]  # the case under test: an earlier point
+    assert result.final["checkpoint/step"] == best["step"]
+    assert result.final["val/expected_reward"] == best["val/expected_reward"]
+    again = validate(result.policy, data.table, data.rows("val"), cfg.zero_signal_group_size)
+    assert again["expected_reward"] == pytest.approx(best["val/expected_reward"], abs=1e-6)
+    assert again["accuracy"] == best["val/accuracy"]
+    assert len(points) == 1 + 6 * 3  # step 0 and 3 per epoch, for either method
+
+    last = train_run(method, replace(cfg, checkpoint_rule="last"), data, seed=2,
+                     progress=False)
+    assert last.history == result.history  # the rule changes only which policy is returned
+    assert last.final["checkpoint/step"] == result.history[-1]["step"]
+    again = validate(last.policy, data.table, data.rows("val"), cfg.zero_signal_group_size)
+    assert again["expected_reward"] == pytest.approx(points[-1]["val/expected_reward"],
+                                                     abs=1e-6)

@@ -22,10 +22,13 @@ EXACT, SAMPLED = "fgpo", "grpo"
 class ReportConfig:
     """`report:` section of params.yaml."""
 
-    tie_margin: float = 0.005
-    """A setting is a tie when |FGPO - GRPO| test accuracy is at most this, or at most the
-    seeds' combined spread sqrt(std_F^2 + std_G^2). 0.005 is about one question of a 240-question
-    test split: a difference of one question is not called a win."""
+    level: float = 0.95
+    """Confidence level of the paired intervals (FGPO - GRPO, each method - the per-family best
+    fixed subset). A setting is a win or a loss only when its interval excludes zero."""
+    n_boot: int = 10_000
+    """Replicates of the two-way (questions x seeds) paired bootstrap (report.paired)."""
+    bootstrap_seed: int = 0
+    """Seed of the bootstrap's resampling, so a rerun of the report gives the same intervals."""
     zero_signal_window: int = 10
     """GRPO's observed zero-signal fraction is reported as the mean over the first and the last
     this-many optimiser steps (the paper's "before vs after training")."""
@@ -37,9 +40,12 @@ class ReportConfig:
     """Base URL of the MLflow UI (`make ui`) that `reports/mlflow_runs.md` links into."""
 
     def __post_init__(self) -> None:
-        if self.tie_margin < 0:
-            raise InputError("tie_margin must be >= 0",
-                             field="report.tie_margin")
+        if not 0.5 < self.level < 1:
+            raise InputError(f"level must be in (0.5, 1), e.g. 0.95; got {self.level}",
+                             field="report.level")
+        if self.n_boot < 1000:
+            raise InputError(f"n_boot must be >= 1000 for a stable 95% interval; got "
+                             f"{self.n_boot}", field="report.n_boot")
         if self.zero_signal_window < 1 or self.heatmap_top_subsets < 1:
             raise InputError("zero_signal_window and heatmap_top_subsets must be >= 1",
                              field="report")

@@ -13,14 +13,16 @@ import pandas as pd
 from fgpo.errors import InputError
 from fgpo.tools.subsets import subset_tools
 
-CURVE_COLUMNS = ["val_accuracy", "train_reward_evals", "train_reward_evals_unique",
-                 "train_questions_seen", "train_zero_signal_frac"]
+CURVE_COLUMNS = ["val_accuracy", "val_expected_reward", "train_reward_evals",
+                 "train_reward_evals_unique", "train_questions_seen", "train_epoch",
+                 "train_zero_signal_frac", "train_entropy"]
 
 
 @dataclass
 class SplitTable:
     """The test split of one reward table, and the subset chosen on train by the table stage."""
 
+    question_ids: list[str]  # [n], as in the test selections
     families: np.ndarray   # [n]
     correct: np.ndarray    # [n, 2^K]
     reward: np.ndarray     # [n, 2^K]
@@ -67,7 +69,7 @@ def mean_curve(curve: pd.DataFrame) -> pd.DataFrame:
     return curve.groupby("step", sort=True)[CURVE_COLUMNS].mean().reset_index()
 
 
-BASELINES = ["no_tools", "all_tools", "best_fixed", "oracle"]
+BASELINES = ["no_tools", "all_tools", "best_fixed", "family_best", "oracle"]
 """The per-family columns read from the table (after the methods' own)."""
 
 

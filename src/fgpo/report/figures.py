@@ -83,6 +83,41 @@ def accuracy_vs_evals(settings: list[SettingData], path: Path) -> Path:
     return _save(fig, path)
 
 
+def validation_curves(settings: list[SettingData], path: Path) -> Path:
+    """Validation expected reward against epochs, a panel per setting (rows: reasoners,
+    columns: benchmarks): each method's seed-mean curve, and each seed's selected checkpoint
+    as an open marker, so a reader sees that both curves flattened and where the test ran."""
+    benchmarks = list(dict.fromkeys(s.benchmark for s in settings))
+    reasoners = list(dict.fromkeys(s.reasoner for s in settings))
+    fig, axes = plt.subplots(len(reasoners), len(benchmarks), squeeze=False, sharex=True,
+                             figsize=(3.6 * len(benchmarks), 2.3 * len(reasoners)))
+    for s in settings:
+        a = axes[reasoners.index(s.reasoner)][benchmarks.index(s.benchmark)]
+        for m in s.methods:
+            st = style(m, s.methods)
+            c = mean_curve(s.curves[m]).dropna(subset=["val_expected_reward"])
+            line, = a.plot(c["train_epoch"], c["val_expected_reward"], ls=st["ls"], lw=1.2,
+                           label=m.upper())
+            if "checkpoint_selected" in s.curves[m]:
+                ck = s.curves[m][s.curves[m]["checkpoint_selected"] == 1]
+                a.plot(ck["train_epoch"], ck["val_expected_reward"], ls="none",
+                       marker=st["marker"], mfc="none", color=line.get_color(), ms=6)
+        a.set_title(s.name, fontsize=8)
+        a.tick_params(labelsize=7)
+        a.grid(alpha=0.3)
+    for a in axes[-1]:
+        a.set_xlabel("epoch (train question visits / N)", fontsize=7)
+    for row in axes:
+        row[0].set_ylabel("val expected reward", fontsize=7)
+    handles, labels = axes[0][0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="lower center", ncol=len(labels), fontsize=8,
+               frameon=False)
+    fig.suptitle("Validation expected reward per epoch, mean over seeds (open markers: each "
+                 "seed's selected checkpoint)", fontsize=9)
+    fig.tight_layout(rect=(0, 0.03, 1, 1))
+    return _save(fig, path)
+
+
 def zero_signal_vs_step(settings: list[SettingData], path: Path, smooth: int = 5) -> Path:
     """Share of batch questions whose sampled GRPO group had equal rewards, per step (rolling
     mean over `smooth` steps); FGPO's counterpart counts truly constant reward rows."""
@@ -110,7 +145,7 @@ def zero_signal_vs_step(settings: list[SettingData], path: Path, smooth: int = 5
 def family_accuracy(fam: pd.DataFrame, path: Path) -> Path:
     """Per-family test accuracy bars (mean over reasoners), one panel per benchmark."""
     cols = {**{m: m.upper() for m in family_methods(fam)}, "no_tools": "no tools",
-            "best_fixed": "best fixed", "oracle": "oracle"}
+            "family_best": "family best", "oracle": "oracle (bound)"}
     mean = fam.groupby(["benchmark", "family"], sort=True)[list(cols)].mean().reset_index()
     benchmarks = sorted(mean.benchmark.unique())
     fig, ax = _panels(benchmarks, height=3.8)

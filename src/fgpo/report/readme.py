@@ -75,7 +75,8 @@ def reward_table_stats(metrics_dir: Path, reasoners: list[str], benchmarks: list
 
 
 README_SECTIONS = ("What ran", "Paper vs this run", "Test accuracy per setting",
-                   "Reward-evaluation budgets", "Tools per question", "Zero-signal fraction",
+                   "Test reward and tools", "Reward-evaluation budgets", "Zero-signal fraction",
+                   "Convergence and checkpoints", "Why this run differs from the paper",
                    "Figures")
 
 

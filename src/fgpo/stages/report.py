@@ -14,6 +14,7 @@ import warnings
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from fgpo.benchmarks.config import load_prepare
@@ -31,7 +32,8 @@ from fgpo.seqio import atomic_write_text, read_parquet
 from fgpo.tools import ToolsConfig
 from fgpo.tracking.provenance import EXPERIMENT, file_md5, git_commit
 
-FIGURES = {"Validation accuracy vs reward evaluations": "figures/accuracy_vs_reward_evals.png",
+FIGURES = {"Validation curves and checkpoints": "figures/validation_curves.png",
+           "Validation accuracy vs reward evaluations": "figures/accuracy_vs_reward_evals.png",
            "Zero-signal fraction vs step": "figures/zero_signal_vs_step.png",
            "Per-family test accuracy": "figures/family_accuracy.png",
            "Subset choice per family": "figures/subset_choice.png"}
@@ -60,7 +62,8 @@ def load_setting(reasoner: str, benchmark: str, methods: list[str], tools_cfg: T
         selections={m: _read(data / "selections" / reasoner / benchmark / f"{m}.parquet",
                              "test selections") for m in methods},
         table_stats=stats,
-        test=SplitTable(families=table.families[test], correct=table.correct[test],
+        test=SplitTable(question_ids=[table.question_ids[i] for i in np.flatnonzero(test)],
+                        families=table.families[test], correct=table.correct[test],
                        reward=table.reward[test], n_tools=table.n_tools,
                        best_fixed_mask=int(stats["table/best_fixed_mask"])),
         n_questions=len(table.families), table_meta=table.meta)
@@ -120,6 +123,7 @@ def main(params: Path = DEFAULT_PARAMS, data: Path = Path("data"),
                if s.reasoner == cfg.heatmap_reasoner}
     # ---- figures, then the markdown that embeds them -----------------------------------------
     fig = {title: out / rel for title, rel in FIGURES.items()}
+    figures.validation_curves(settings, fig["Validation curves and checkpoints"])
     figures.accuracy_vs_evals(settings, fig["Validation accuracy vs reward evaluations"])
     figures.zero_signal_vs_step(settings, fig["Zero-signal fraction vs step"])
     figures.family_accuracy(fam, fig["Per-family test accuracy"])

@@ -211,7 +211,9 @@ def train_seed(ctx: RunContext, method: str, cfg: TrainConfig, seed: int, best: 
                                f"{method} {ctx.reasoner}/{ctx.benchmark} seed {seed}")
         if tracker is not None:
             tracker.log_metrics({k: v for k, v in result.final.items()
-                                 if k.startswith(("test/", "budget/", "baseline/"))}, cfg.steps)
+                                 if k.startswith(("test/", "budget/", "baseline/",
+                                                   "checkpoint/"))},
+                                int(result.final["budget/optimizer_steps"]))
             for name in ("test_selections.parquet", "learning_curve.png"):
                 tracker.log_artifact(out_dir / name)
             tracker.log_artifact(out_dir / "adapter", "adapter")

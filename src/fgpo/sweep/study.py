@@ -45,10 +45,11 @@ class SweepConfig:
     """Trials per `fgpo sweep` call (each worker process runs this many)."""
     seed: int = 0
     """TPE sampler seed (a worker joining a study offsets it by the trials already there)."""
-    steps: int = 40
-    """Optimiser steps per trial (shorter than train.steps so a sweep fits in CPU minutes)."""
-    eval_every: int = 10
-    """Validation (and pruning) every N steps of a trial."""
+    epochs: int = 1
+    """Passes over the train split per trial (fewer than train.epochs so a sweep fits in CPU
+    minutes); the same question visits for every method, as in training."""
+    evals_per_epoch: int = 3
+    """Validation (and pruning) points per epoch of a trial."""
     storage: str = "sqlite:///sweeps/optuna.db"
     """SQLAlchemy URL of the study storage, e.g. postgresql://user@host/db. `--storage` and then
     the environment variable FGPO_OPTUNA_STORAGE override it. Keep passwords out of params.yaml:
@@ -78,8 +79,8 @@ class SweepConfig:
     into the train section (learning_rate, policy.lora_r, grpo.clip_eps, ...)."""
 
     def __post_init__(self) -> None:
-        if self.n_trials < 1 or self.steps < 1 or self.eval_every < 1:
-            raise InputError("n_trials, steps and eval_every must be >= 1", field="sweep")
+        if self.n_trials < 1 or self.epochs < 1 or self.evals_per_epoch < 1:
+            raise InputError("n_trials, epochs and evals_per_epoch must be >= 1", field="sweep")
         if self.heartbeat_interval < 1 or self.grace_period <= self.heartbeat_interval:
             raise InputError("need heartbeat_interval >= 1 and grace_period > heartbeat_interval",
                              field="sweep.grace_period")
@@ -223,6 +224,10 @@ class TrialTracker:
             if self.prune and self.trial.should_prune():
                 raise optuna.TrialPruned(f"pruned at step {step}")
 
+    def flush(self) -> None:
+        if self.mlflow_run is not None:
+            self.mlflow_run.flush()
+
 
 def run_sweep(method: str, reasoner: str, benchmark: str, train_cfg: TrainConfig,
               cfg: SweepConfig, data: RunData, n_trials: int, storage_url: str,
@@ -236,8 +241,8 @@ def run_sweep(method: str, reasoner: str, benchmark: str, train_cfg: TrainConfig
     storage = open_storage(storage_url, cfg)
     study = open_study(name, storage, dims, cfg)
     recover_dead_workers(study, storage)
-    base = replace(train_cfg, steps=cfg.steps, eval_every=cfg.eval_every,
-                   checkpoint_every=cfg.steps, seeds=train_cfg.seeds[:1])
+    base = replace(train_cfg, epochs=cfg.epochs, evals_per_epoch=cfg.evals_per_epoch,
+                   seeds=train_cfg.seeds[:1])
     tags = {"method": method, "reasoner": reasoner, "benchmark": benchmark, "study": name,
             "setting": f"{reasoner}/{benchmark}"}
     parent = None
@@ -281,7 +286,8 @@ def run_sweep(method: str, reasoner: str, benchmark: str, train_cfg: TrainConfig
         acc, tools = result.final[OBJECTIVE], result.final["val/tools_per_question"]
         if run is not None:
             run.log_metrics({k: v for k, v in result.final.items()
-                             if k.startswith(("val/", "test/", "budget/"))}, cfg.steps)
+                             if k.startswith(("val/", "test/", "budget/", "checkpoint/"))},
+                            int(result.final["budget/optimizer_steps"]))
             run.set_tags({"optuna_state": "COMPLETE"})
             run.end()
         return (acc, tools) if cfg.multi_objective else acc

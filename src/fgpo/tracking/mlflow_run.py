@@ -89,6 +89,10 @@ def sigterm_as_exit() -> Iterator[None]:
         signal.signal(signal.SIGTERM, previous)
 
 
+FLUSH_AT = 1000
+"""Metrics buffered before a write (MLflow's limit per log_batch request)."""
+
+
 class Tracker:
     """A thin wrapper: start (or resume) a run, log batched metrics, artifacts, end."""
 
@@ -98,6 +102,7 @@ class Tracker:
         self.uri = uri or default_tracking_uri(root)
         self.client = open_client(self.uri)
         self._logged: set[tuple[str, int]] = set()
+        self._pending: list[mlflow.entities.Metric] = []
         exp_id = self._experiment_id(experiment, root)
         if run_id is None:
             all_tags = {k: str(v) for k, v in redact(dict(tags)).items()}
@@ -135,11 +140,19 @@ class Tracker:
             return self.client.get_experiment_by_name(name).experiment_id
 
     def log_metrics(self, metrics: dict[str, float], step: int) -> None:
+        """Buffered: written when `FLUSH_AT` metrics wait, on `flush()` (the training loop calls
+        it before each checkpoint, so a resumed run misses no point) and on `end()`. One
+        sqlite transaction per step cost about as much as a training step."""
         ts = int(time.time() * 1000)
-        items = [mlflow.entities.Metric(k, float(v), ts, step) for k, v in metrics.items()
-                 if (k, step) not in self._logged]
-        for i in range(0, len(items), 500):
-            self.client.log_batch(self.run_id, metrics=items[i:i + 500])
+        self._pending += [mlflow.entities.Metric(k, float(v), ts, step)
+                          for k, v in metrics.items() if (k, step) not in self._logged]
+        if len(self._pending) >= FLUSH_AT:
+            self.flush()
+
+    def flush(self) -> None:
+        pending, self._pending = self._pending, []
+        for i in range(0, len(pending), FLUSH_AT):  # MLflow takes <= 1000 metrics a request
+            self.client.log_batch(self.run_id, metrics=pending[i:i + FLUSH_AT])
 
     def log_artifact(self, path: Path, artifact_path: str | None = None) -> None:
         if Path(path).is_dir():
@@ -152,4 +165,5 @@ class Tracker:
             self.client.set_tag(self.run_id, k, v)
 
     def end(self, status: str = "FINISHED") -> None:
+        self.flush()
         self.client.set_terminated(self.run_id, status=status)

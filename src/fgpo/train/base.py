@@ -1,7 +1,7 @@
 """What the training loop asks of an estimator (FGPO, GRPO, any later one).
 
-Per optimiser step the loop calls `collect` (which questions, and any samples the loss needs),
-then `loss`; it backpropagates, clips and steps. An estimator counts what it paid for (reward
+Per optimiser step the loop calls `collect` (which questions, and any samples the loss needs;
+a new batch every `steps_per_batch` steps), then `loss`; it backpropagates, clips and steps. An estimator counts what it paid for (reward
 evaluations, unique table cells) and keeps whatever must survive a checkpoint in `state_dict`.
 The loop owns everything else: data order, optimiser, schedule, evaluation, checkpoints, logs.
 """
@@ -38,6 +38,9 @@ class Estimator(Protocol):
     """Its name in `train.methods`, the registry, metrics paths and MLflow tags."""
     Config: ClassVar[type]
     """Its settings: a dataclass loaded from `train.<name>:` (validated in __post_init__)."""
+    steps_per_batch: int
+    """Optimiser steps it takes on each batch of questions it draws (1, or e.g. GRPO's mu):
+    the loop's schedule (fgpo.train.schedule) gives every method the same question visits."""
 
     def __init__(self, cfg: TrainSettings, own: Any, rewards: torch.Tensor, n_train: int,
                  generator: torch.Generator) -> None: ...

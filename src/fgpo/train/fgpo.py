@@ -66,6 +66,7 @@ class FGPO:
 
     name = "fgpo"
     Config = FGPOConfig
+    steps_per_batch = 1
 
     def __init__(self, cfg: TrainSettings, own: FGPOConfig, rewards: torch.Tensor, n_train: int,
                  generator: torch.Generator) -> None:

@@ -104,6 +104,7 @@ class GRPO:
     def __init__(self, cfg: TrainSettings, own: GRPOConfig, rewards: torch.Tensor, n_train: int,
                  generator: torch.Generator) -> None:
         self.cfg, self.own, self.rewards, self.generator = cfg, own, rewards, generator
+        self.steps_per_batch = own.inner_epochs  # mu steps on each rollout batch
         self.groups: Groups | None = None
         self.evals = 0                 # every lookup = one reasoner call
         self.cells: set[int] = set()   # row * 2^K + mask of each distinct lookup

@@ -29,6 +29,9 @@ from fgpo.train.settings import resolve_device
 from fgpo.train.estimators import ESTIMATORS
 from fgpo.train.exact import entropy, expectation, kl_divergence
 from fgpo.train.metrics import policy_metrics, predict
+from fgpo.train.schedule import Schedule
+
+SELECT_BY = "val/expected_reward"  # the checkpoint rule's quantity (train.checkpoint_rule)
 
 
 @dataclass
@@ -44,11 +47,14 @@ class RunResult:
 
 class MetricsLog(Protocol):
     """Where the loop logs each step's metrics: an MLflow run (fgpo.tracking.Tracker), a sweep
-    trial (fgpo.sweep.study.TrialTracker) or anything with these two members."""
+    trial (fgpo.sweep.study.TrialTracker) or anything with these members."""
 
     run_id: str | None
 
     def log_metrics(self, metrics: dict[str, float], step: int) -> None: ...
+
+    def flush(self) -> None:
+        """Write what log_metrics buffered (called before each checkpoint)."""
 
 
 @dataclass
@@ -60,6 +66,10 @@ class LoopState:
     perm: torch.Tensor = field(default_factory=lambda: torch.empty(0, dtype=torch.long))
     pos: int = 0                                    # next position in this epoch's `perm`
     seen: set[int] = field(default_factory=set)     # train rows drawn so far
+    visits: int = 0                                 # train questions drawn, repeats counted
+    best_step: int = -1                             # the selected checkpoint so far (best_val)
+    best_value: float = float("-inf")               # its val/expected_reward
+    best_state: dict[str, torch.Tensor] | None = None  # its trainable weights
     history: list[dict[str, float]] = field(default_factory=list)
     run_id: str | None = None                       # the tracker's run, for a resume
 
@@ -100,8 +110,10 @@ def reference_logp(kind: str, policy: Policy, n_sub: int) -> RefLogp:
     return lambda idx: uniform.expand(len(idx), n_sub)
 
 
-def build_optimizer(cfg: TrainConfig, policy: Policy) -> tuple[torch.optim.Optimizer, Any]:
-    """AdamW over the LoRA adapters and the (faster) head, and the warm-up + decay schedule."""
+def build_optimizer(cfg: TrainConfig, policy: Policy, total_steps: int
+                    ) -> tuple[torch.optim.Optimizer, Any]:
+    """AdamW over the LoRA adapters and the (faster) head, and the warm-up + decay schedule
+    over the run's `total_steps` optimiser steps."""
     head = [p for n, p in policy.named_parameters() if p.requires_grad and n.startswith("head.")]
     lora = [p for n, p in policy.named_parameters() if p.requires_grad and not n.startswith("head.")]
     optimizer = torch.optim.AdamW(
@@ -109,20 +121,22 @@ def build_optimizer(cfg: TrainConfig, policy: Policy) -> tuple[torch.optim.Optim
          {"params": head, "lr": cfg.learning_rate * cfg.head_lr_mult}],
         weight_decay=cfg.weight_decay)
     scheduler = get_scheduler(cfg.lr_schedule, optimizer,
-                              num_warmup_steps=int(cfg.warmup_ratio * cfg.steps),
-                              num_training_steps=cfg.steps)
+                              num_warmup_steps=int(cfg.warmup_ratio * total_steps),
+                              num_training_steps=total_steps)
     return optimizer, scheduler
 
 
 def next_batch(state: LoopState, train_idx: np.ndarray, batch_size: int,
                generator: torch.Generator) -> torch.Tensor:
-    """The next `batch_size` train rows of this epoch's permutation (a fresh one when short)."""
-    if state.pos + batch_size > len(state.perm):
+    """The next `batch_size` train rows of this epoch's permutation, the remainder at the end
+    of an epoch, then a fresh permutation: every train row once per epoch."""
+    if state.pos >= len(state.perm):
         state.perm = torch.as_tensor(train_idx)[torch.randperm(len(train_idx),
                                                                generator=generator)]
         state.pos = 0
     batch = state.perm[state.pos:state.pos + batch_size]
-    state.pos += batch_size
+    state.pos += len(batch)
+    state.visits += len(batch)
     state.seen.update(batch.tolist())  # rows a lazily built table would have paid for
     return batch
 
@@ -158,6 +172,15 @@ def validate(policy: Policy, table: RewardTable, idx: np.ndarray, group_size: in
         return {}
     return policy_metrics(predict(policy, idx), table.correct[idx], table.reward[idx],
                           table.n_tools, group_size)
+
+
+def keep_if_best(state: LoopState, step: int, val: dict[str, float], policy: Policy) -> None:
+    """The best_val rule: remember this validation point's weights when its expected reward
+    beats every earlier one (strictly: the earliest of equal points stays)."""
+    value = val.get(SELECT_BY.removeprefix("val/"))
+    if value is not None and value > state.best_value:
+        state.best_step, state.best_value = step, value
+        state.best_state = _trainable_state(policy)
 
 
 def save_checkpoint(path: Path, chash: str, policy: Policy, optimizer: torch.optim.Optimizer,
@@ -207,7 +230,8 @@ def check_run_data(cfg: TrainConfig, data: RunData) -> None:
 def train_run(method: str, cfg: TrainConfig, data: RunData, seed: int,
               tracker: MetricsLog | None = None, checkpoint: Path | None = None,
               progress: bool = True) -> RunResult:
-    """Train one policy with estimator `method` (a key of ESTIMATORS) for cfg.steps steps."""
+    """Train one policy with estimator `method` (a key of ESTIMATORS) for cfg.epochs epochs
+    and return it at the checkpoint `cfg.checkpoint_rule` selects."""
     if method not in ESTIMATORS:
         raise InputError(f"unknown method {method!r}; choose from {list(ESTIMATORS)}",
                          field="train.methods")
@@ -223,11 +247,14 @@ def train_run(method: str, cfg: TrainConfig, data: RunData, seed: int,
     n_sub = rewards.shape[1]
     train_idx, val_idx = data.rows("train"), data.rows("val")  # test: fgpo.evaluate, after
     ref_logp = reference_logp(cfg.policy.reference, policy, n_sub)
-    optimizer, scheduler = build_optimizer(cfg, policy)
     generators = {"data_gen": torch.Generator().manual_seed(seed),       # data order
                   "sample_gen": torch.Generator().manual_seed(seed + 1)}  # the estimator's draws
     estimator = ESTIMATORS[method](cfg, getattr(cfg, method), rewards, len(train_idx),
                                    generators["sample_gen"])
+    schedule = Schedule(len(train_idx), cfg.batch_size, cfg.epochs, estimator.steps_per_batch,
+                        cfg.evals_per_epoch)
+    total, val_steps = schedule.total_steps, set(schedule.validation_steps())
+    optimizer, scheduler = build_optimizer(cfg, policy, total)
     G = cfg.zero_signal_group_size  # of the exact zero-signal metric, the same for every method
     table_cells_train = len(train_idx) * n_sub
     chash = config_hash(cfg, method, seed, table.meta)
@@ -244,13 +271,16 @@ def train_run(method: str, cfg: TrainConfig, data: RunData, seed: int,
             tracker.log_metrics(metrics, step)
 
     if state.step == 0 and not state.history:  # the uniform starting point of every curve
-        log({**{f"val/{k}": v for k, v in validate(policy, table, val_idx, G).items()},
-             "train/reward_evals": estimator.reward_evals, "train/questions_seen": 0}, 0)
+        val = validate(policy, table, val_idx, G)
+        keep_if_best(state, 0, val, policy)
+        log({**{f"val/{k}": v for k, v in val.items()},
+             "train/reward_evals": estimator.reward_evals, "train/questions_seen": 0,
+             "train/question_visits": 0, "train/epoch": 0.0}, 0)
 
     # ---- the loop: one optimiser step per iteration ---------------------------------------------
-    bar = tqdm(total=cfg.steps, initial=state.step, desc=f"{method} seed {seed}",
+    bar = tqdm(total=total, initial=state.step, desc=f"{method} seed {seed}",
                unit="step", disable=not progress)
-    while state.step < cfg.steps:
+    while state.step < total:
         out = optimizer_step(estimator, policy, optimizer, scheduler, state.step, batches,
                              ref_logp, cfg.max_grad_norm)
         state.step = step = state.step + 1
@@ -263,25 +293,41 @@ def train_run(method: str, cfg: TrainConfig, data: RunData, seed: int,
                    "train/reward_evals": estimator.reward_evals,
                    "train/reward_evals_unique": estimator.reward_evals_unique,
                    "train/questions_seen": len(state.seen),
+                   "train/question_visits": state.visits,
+                   "train/epoch": state.visits / len(train_idx),
                    "train/lr": scheduler.get_last_lr()[0], "train/grad_norm": float(out.grad_norm)}
-        if step % cfg.eval_every == 0 or step == cfg.steps:
-            metrics.update({f"val/{k}": v for k, v in validate(policy, table, val_idx, G).items()})
+        if step in val_steps:
+            val = validate(policy, table, val_idx, G)
+            keep_if_best(state, step, val, policy)
+            metrics.update({f"val/{k}": v for k, v in val.items()})
         log(metrics, step)
         bar.update()
         bar.set_postfix(loss=f"{out.loss.item():.3f}",
                         zero=f"{metrics['train/zero_signal_frac']:.2f}")
-        if checkpoint is not None and (step % cfg.checkpoint_every == 0 or step == cfg.steps):
+        if checkpoint is not None and (step % cfg.checkpoint_every == 0 or step == total):
+            if tracker is not None:
+                tracker.flush()  # every point up to the checkpoint is stored before it
             save_checkpoint(checkpoint, chash, policy, optimizer, scheduler, generators, state,
                             estimator)
     bar.close()
 
-    # ---- the run's final numbers: the last validation point and what it spent ----------------
+    # ---- the selected checkpoint, its validation numbers, and what the whole run spent --------
     last = state.history[-1]
-    final = {**{k: v for k, v in last.items() if k.startswith("val/")},
+    if cfg.checkpoint_rule == "best_val" and state.best_state is not None:
+        policy.load_state_dict(state.best_state, strict=False)
+        chosen = next(h for h in state.history if h["step"] == state.best_step)
+    else:
+        chosen = last
+    chosen["checkpoint/selected"] = 1.0  # marks the tested policy's point on the curve
+    final = {**{k: v for k, v in chosen.items() if k.startswith("val/")},
+             "checkpoint/step": chosen["step"],
+             "checkpoint/epoch": chosen["train/epoch"],
+             "checkpoint/reward_evals": chosen["train/reward_evals"],
              "budget/reward_evals": last["train/reward_evals"],
              "budget/reward_evals_unique": last["train/reward_evals_unique"],
              "budget/questions_seen": last["train/questions_seen"],
+             "budget/question_visits": last["train/question_visits"],
              "budget/table_cells": int(table.reward.size),
              "budget/table_cells_train": table_cells_train,
-             "budget/optimizer_steps": cfg.steps}
+             "budget/optimizer_steps": total}
     return RunResult(final=final, history=state.history, policy=policy)

@@ -1,5 +1,5 @@
-"""Policy metrics read exactly from the reward table: greedy and expected accuracy, tools per
-question, entropy, and the zero-signal probability of a G-sample group. Training validates with
+"""Policy metrics read exactly from the reward table: greedy and expected accuracy and reward,
+greedy and expected tools per question, entropy, and the zero-signal probability of a G-sample group. Training validates with
 them (fgpo.train.loop); the test evaluation (fgpo.evaluate) applies the same to the test split."""
 
 from __future__ import annotations
@@ -36,6 +36,7 @@ def policy_metrics(logp: torch.Tensor, correct: np.ndarray, reward: np.ndarray,
         "expected_accuracy": float(expectation(p, correct).mean()),
         "expected_reward": float(expectation(p, reward).mean()),
         "tools_per_question": float(n_tools[greedy].mean()),
+        "expected_tools_per_question": float(expectation(p, n_tools[None, :]).mean()),
         "entropy": float(entropy(p, lp).mean()),
         "zero_signal_frac": float(zero_signal_prob(p, reward, group_size).mean()),
     }

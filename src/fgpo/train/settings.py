@@ -21,10 +21,12 @@ class TrainSettings:
     TrainConfig's default is every registered one, and it checks the names."""
     seeds: list[int] = field(default_factory=lambda: [0])
     """One run per seed; metrics report the mean and spread over seeds."""
-    steps: int = 60
-    """Optimiser steps (equal for both methods; GRPO samples a new batch every mu steps)."""
+    epochs: int = 8
+    """Passes over the train split: every train question is visited `epochs` times by every
+    method (fgpo.train.schedule). Optimiser steps follow: epochs x ceil(N / batch_size) x the
+    estimator's steps per batch (FGPO 1, GRPO mu)."""
     batch_size: int = 16
-    """Questions per optimiser step."""
+    """Questions per batch (the last batch of an epoch holds the remainder)."""
     learning_rate: float = 1.0e-3
     """AdamW learning rate of the LoRA adapters."""
     head_lr_mult: float = 10.0
@@ -47,8 +49,14 @@ class TrainSettings:
     `test/zero_signal_frac`): the probability that G subsets drawn from pi all get one reward,
     the quantity GRPO's group normalisation loses (the paper's G = 8). A measurement, the same
     for every method whatever G a sampled estimator trains with."""
-    eval_every: int = 20
-    """Validation every N steps (and at the end)."""
+    evals_per_epoch: int = 4
+    """Validation points per epoch, at evenly spaced batch boundaries: the same data visits
+    for every method, so each has as many candidates for the selected checkpoint."""
+    checkpoint_rule: str = "best_val"
+    """Which policy a run hands to the test split: best_val = the validation point with the
+    highest `val/expected_reward` (the exact expected reward under pi, the quantity both
+    methods optimise; the earliest among ties; the untrained starting policy is a candidate
+    too); last = the last step. The same rule for every method."""
     checkpoint_every: int = 20
     """Checkpoint every N steps; a rerun resumes from the last one."""
     threads: int = 2
@@ -83,8 +91,8 @@ class TrainSettings:
             raise InputError(f"seeds must be unique, got {self.seeds} ({dup} repeated: a "
                              f"repeated seed reruns the same run); list each seed once",
                              field="train.seeds")
-        check_number(self.steps, "train.steps", "set the number of optimiser steps, e.g. 60",
-                     ge=1, integer=True)
+        check_number(self.epochs, "train.epochs", "set the passes over the train split, "
+                     "e.g. 8", ge=1, integer=True)
         check_number(self.batch_size, "train.batch_size", "set the questions per step, e.g. "
                      "16 (at most the train split's size)", ge=1, integer=True)
         check_number(self.learning_rate, "train.learning_rate", "set a positive learning "
@@ -105,11 +113,13 @@ class TrainSettings:
         check_number(self.entropy_coef, "train.entropy_coef", "set 0 for no entropy bonus, or "
                      "a positive coefficient, e.g. 0.01", ge=0)
         check_number(self.eps, "train.eps", "set a small positive value, e.g. 1.0e-6", gt=0)
-        check_number(self.eval_every, "train.eval_every", "validate every N >= 1 steps (and "
-                     "at the end); set it to train.steps to validate only at the end",
-                     ge=1, integer=True)
+        check_number(self.evals_per_epoch, "train.evals_per_epoch", "validate N >= 1 times "
+                     "per epoch, e.g. 4 (1 = at the end of each epoch)", ge=1, integer=True)
+        if self.checkpoint_rule not in ("best_val", "last"):
+            raise InputError(f"checkpoint_rule must be best_val or last, got "
+                             f"{self.checkpoint_rule!r}", field="train.checkpoint_rule")
         check_number(self.checkpoint_every, "train.checkpoint_every", "checkpoint every "
-                     "N >= 1 steps (and at the end); set it to train.steps to checkpoint only "
+                     "N >= 1 optimiser steps (and at the end); a large value checkpoints only "
                      "at the end", ge=1, integer=True)
         check_number(self.threads, "train.threads", "set the torch CPU threads, e.g. 2",
                      ge=1, integer=True)
