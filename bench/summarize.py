@@ -4,8 +4,10 @@ Inputs (written by `make bench` in the same run): reports/bench_tools.json,
 reports/bench_reward_tables.json, reports/bench_train.json, and reports/repro_time.json (the
 whole default `dvc repro`, timed by `make run`; absent until a `make run` rebuilt something).
 Committed inputs: reports/repro_time_baseline.json (the same timing of the code before the
-training engine, for the before/after row) and reports/bench_train_gpu.json (bench/gpu_check.py
-on a GPU, when one was at hand).
+training engine) and reports/repro_time_engine.json (after it, under the same 60-step protocol),
+for the before/after rows; reports/bench_train_gpu.json (bench/gpu_check.py on a GPU, when one
+was at hand); reports/make_run_time.json (a fresh clone's whole `make run`, install included).
+A bench script's result absent in this run keeps its value from the last reports/bench.json.
 """
 
 from __future__ import annotations
@@ -76,7 +78,9 @@ def markdown(b: dict) -> str:
                 f"step FGPO {tt['fgpo_step_to_target']}, GRPO {tt['grpo_step_to_target']}) | "
                 f"{tt['fgpo_s_to_target']:.1f} | {tt['grpo_s_to_target']:.1f} | "
                 f"{'n/a' if ratio is None else f'{ratio:.2f}'} |")
-            lines.append(f"| seconds for all {tt['epochs']} epochs (validation included) | "
+            span = (f"{tt['epochs']} epochs" if "epochs" in tt  # older results: steps
+                    else f"{tt['steps']} steps")
+            lines.append(f"| seconds for all {span} (validation included) | "
                          f"{tt['fgpo_s_total']:.1f} | {tt['grpo_s_total']:.1f} | "
                          f"{tt['grpo_s_total'] / tt['fgpo_s_total']:.2f} |")
         lines += ["", "## Cost of exact enumeration vs K (head + FGPO loss, forward and "
@@ -136,10 +140,18 @@ def markdown(b: dict) -> str:
                   "|---|---:|---:|---:|"]
         lines += [f"| {r['benchmark']} | {r['serial_q_per_s']} | {r['parallel_q_per_s']} | "
                   f"{r['parallel_over_serial']} |" for r in tools["results"]]
-    rep, base = b.get("repro"), b.get("repro_baseline")
-    if rep and base and rep.get("train_seconds") and base.get("train_seconds"):
-        lines += ["", *training_phase(base, rep)]
+    rep, base, engine = b.get("repro"), b.get("repro_baseline"), b.get("repro_engine")
+    if engine and base and engine.get("train_seconds") and base.get("train_seconds"):
+        lines += ["", *training_phase(base, engine)]
+        if engine.get("note"):
+            lines += ["", engine["note"]]
     lines += ["", "## Whole default pipeline", ""]
+    fresh = b.get("make_run")
+    if fresh:
+        lines.append(f"A fresh clone's `make run` ({fresh['how']}) took "
+                     f"**{fresh['seconds'] / 60:.1f} min** on {fresh['cpus']} CPU(s), finished "
+                     f"{fresh['finished']} (code {fresh['code']}; the limit is 30 min).")
+        lines.append("")
     if rep:
         lines.append(f"`dvc repro` ({rep['stale_stages']} stale stages, "
                      f"{rep['stale_train_stages']} of them training runs) took "
@@ -152,11 +164,18 @@ def markdown(b: dict) -> str:
 
 def main() -> None:
     tools = load("bench_tools.json")
-    bench = {"machine": (tools or {}).get("machine") or {"cpus": None, "python": None},
+    previous = load("bench.json") or {}
+    bench = {"machine": (tools or {}).get("machine") or previous.get("machine")
+             or {"cpus": None, "python": None},
              "tools": tools, "reward_tables": load("bench_reward_tables.json"),
              "train": load("bench_train.json"), "train_gpu": load("bench_train_gpu.json"),
              "repro": load("repro_time.json"),
-             "repro_baseline": load("repro_time_baseline.json")}
+             "repro_baseline": load("repro_time_baseline.json"),
+             "repro_engine": load("repro_time_engine.json"),
+             "make_run": load("make_run_time.json")}
+    for key, value in previous.items():  # not measured in this run: the last measurement stays
+        if bench.get(key) is None:
+            bench[key] = value
     if bench["machine"]["cpus"] is None:
         import os
         import platform

@@ -121,9 +121,10 @@ def test_dvc_repro_is_incremental(tmp_path):
         assert f"Running stage 'tools@{name}'" in first
     # the report stage closes the pipeline: summary, figures, metrics and MLflow run links
     summary = (work / "reports/summary.md").read_text()
-    assert "FGPO wins" in summary and "| careful_expert | seqcalc |" in summary
-    for name in ("accuracy_vs_reward_evals", "zero_signal_vs_step", "family_accuracy",
-                 "subset_choice"):
+    assert "significantly higher (paired 95% interval" in summary
+    assert "| careful_expert | seqcalc |" in summary
+    for name in ("validation_curves", "accuracy_vs_reward_evals", "zero_signal_vs_step",
+                 "family_accuracy", "subset_choice"):
         assert (work / f"reports/figures/{name}.png").stat().st_size > 5000, name
     assert json.loads((work / "metrics/summary.json").read_text())["overall/settings"] == 3
     assert "compare-runs" in (work / "reports/mlflow_runs.md").read_text()

@@ -298,6 +298,14 @@ def mechanisms(o: dict[str, Any], window: int) -> str:
         f"{o['count/fgpo/val/flat']} of {n} settings for FGPO and {o['count/grpo/val/flat']} "
         f"for GRPO (largest change {o['max/fgpo/val/last_epoch_change']:.4f} and "
         f"{o['max/grpo/val/last_epoch_change']:.4f}).",
+        f"- **Tools per question.** GRPO's greedy subsets use {o['mean/grpo/test/tools_per_question']:.2f} "
+        f"tools per question on average against FGPO's {o['mean/fgpo/test/tools_per_question']:.2f} "
+        f"and the per-family best fixed subset's {o['mean/baseline/test/family_best_tools']:.2f}; "
+        f"GRPO uses fewer tools than that subset in {o['count/grpo/fewer_tools_than_family_best']} "
+        f"of {n} settings (FGPO in {o['count/fgpo/fewer_tools_than_family_best']}), the reverse of "
+        "the paper's direction. A candidate mechanism, GRPO's group std normalisation turning the "
+        "per-tool cost into a unit-size advantage whenever a group's correctness ties, is not "
+        "measured by this run; the ablation with Dr. GRPO and tool cost 0 measures it.",
         f"- **Reasoners and scale.** The reasoners here are rule-based programs and the policy "
         "a small encoder with LoRA; with equal hyperparameters for both methods (tuning per "
         "method is the next step), the gap is a property of this setup, not a replication of "

@@ -178,13 +178,11 @@ def setting_numbers(s: SettingData, cfg: ReportConfig) -> dict[str, Any]:
     out["target/grpo_total_evals"] = max(h["total"] for h in hits)
     # ---- zero-signal fraction ----
     w = cfg.zero_signal_window
-    zs = mean_curve(s.curves[SAMPLED]).dropna(subset=["train_zero_signal_frac"])
-    zs = zs["train_zero_signal_frac"]
+    steps = mean_curve(s.curves[SAMPLED]).dropna(subset=["train_zero_signal_frac"])
     out["zero_signal/uniform"] = s.table_stats["table/uniform_zero_signal_frac"]
-    out["zero_signal/grpo_first_steps"] = float(zs.head(w).mean())
-    out["zero_signal/grpo_last_steps"] = float(zs.tail(w).mean())
-    ent = mean_curve(s.curves[SAMPLED]).dropna(subset=["train_zero_signal_frac"])
-    out["zero_signal/grpo_last_steps_entropy"] = float(ent["train_entropy"].tail(w).mean())
+    out["zero_signal/grpo_first_steps"] = float(steps["train_zero_signal_frac"].head(w).mean())
+    out["zero_signal/grpo_last_steps"] = float(steps["train_zero_signal_frac"].tail(w).mean())
+    out["zero_signal/grpo_last_steps_entropy"] = float(steps["train_entropy"].tail(w).mean())
     out["zero_signal/grpo_trained"] = g["test/zero_signal_frac"]
     out["zero_signal/fgpo_trained"] = f["test/zero_signal_frac"]
     out["zero_signal/fgpo_constant_rows"] = s.table_stats["table/constant_reward_row_frac"]
@@ -242,6 +240,13 @@ def overall_numbers(rows: list[dict[str, Any]]) -> dict[str, Any]:
             [abs(r[f"{m}/val/last_epoch_change"]) for r in rows]))
         out[f"count/{m}/val/flat"] = sum(abs(r[f"{m}/val/last_epoch_change"]) <= FLAT
                                          for r in rows)
+        out[f"mean/{m}/test/tools_per_question"] = float(np.mean(
+            [r[f"{m}/test/tools_per_question"] for r in rows]))
+        out[f"count/{m}/fewer_tools_than_family_best"] = sum(
+            r[f"{m}/test/tools_per_question"] < r["baseline/test/family_best_tools"]
+            for r in rows)
+    out["mean/baseline/test/family_best_tools"] = float(np.mean(
+        [r["baseline/test/family_best_tools"] for r in rows]))
     # the declared schedule is one for every setting; its ratio is reported once
     ratios = sorted({round(r["schedule/ratio"], 9) for r in rows})
     out["schedule/ratio"] = float(np.median([r["schedule/ratio"] for r in rows]))
