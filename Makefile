@@ -9,7 +9,7 @@ export FGPO_CACHE_DIR ?= $(CURDIR)/.cache/fgpo
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 
-.PHONY: install run test readme bench clean ui sweep
+.PHONY: install run test readme bench clean ui sweep tune
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -25,6 +25,13 @@ run: install
 	$(BIN)/python bench/time_repro.py
 	$(BIN)/fgpo report --links-only
 	$(BIN)/fgpo readme
+
+## Each method's equal-budget Optuna study (resumable; `nohup make tune > tune.log 2>&1 &` runs
+## it in the background): builds the reward tables if needed, writes tune/tuned.yaml and
+## tune/trials.csv (commit both; `make run` then retrains with them and never tunes).
+tune: install
+	$(BIN)/dvc repro table_stats
+	$(BIN)/fgpo tune
 
 ## Tests, the slow end-to-end checks included (PYTEST_ARGS="-m 'not slow'" skips them).
 test: install

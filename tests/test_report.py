@@ -264,7 +264,7 @@ def test_render_summary_has_every_section(fixture_settings):
                         pd.concat([family_accuracy(s) for s in fixture_settings]), "- ran",
                         {"A figure": "figures/a.png"}, cfg)
     secs = sections(md)
-    assert list(secs) == ["What ran", "Paper vs this run", "Test accuracy per setting",
+    assert list(secs) == ["What ran", "Tuning", "Paper vs this run", "Test accuracy per setting",
                           "Test reward and tools", "Reward-evaluation budgets",
                           "Zero-signal fraction", "Convergence and checkpoints",
                           "Why this run differs from the paper", "Per-family accuracy",
@@ -320,3 +320,31 @@ def test_report_names_the_missing_input_and_bad_params(tmp_path):
     with pytest.raises(InputError, match="levle"):
         stage.main(path, data=tmp_path / "data", tracking=False)
     assert not (tmp_path / "reports").exists()
+
+
+# ---- tuning -----------------------------------------------------------------------------------
+
+def test_tuning_numbers_best_so_far_and_section_by_hand():
+    from fgpo.report.markdown import tuning_section
+    from fgpo.report.numbers import best_so_far, tuning_numbers
+    trials = pd.DataFrame({
+        "method": ["fgpo"] * 3 + ["grpo"] * 3, "trial": [0, 1, 2, 0, 1, 2],
+        "state": ["COMPLETE", "COMPLETE", "COMPLETE", "FAIL", "COMPLETE", "COMPLETE"],
+        "value": [0.5, 0.7, 0.6, None, 0.4, 0.45],
+        "question_visits": [1440.0] * 6, "reward_evals": [0, 0, 0, None, 11520.0, 5760.0],
+        "params": ["{}"] * 6})
+    nums = tuning_numbers(trials, {"fgpo": {"learning_rate": 0.002}, "grpo": {}})
+    f, g = nums
+    assert (f["trials"], f["complete"], f["best"]) == (3, 3, 0.7)
+    assert (g["trials"], g["complete"], g["best"]) == (3, 2, 0.45)
+    assert g["reward_evals_median"] == (11520 + 5760) / 2
+    assert f["question_visits"] == g["question_visits"] == [1440.0]   # equal budgets
+    best = best_so_far(trials)
+    assert best[best.method == "fgpo"]["best"].tolist() == [0.5, 0.7, 0.7]
+    assert best[best.method == "grpo"]["trial"].tolist() == [1, 2]   # the failed one left out
+    text = tuning_section(nums, {"settings": ["a/x", "b/y"], "epochs": 2})
+    assert "| FGPO | 3 (3) | 1,440 | 0 | 0.7000 | `learning_rate` = 0.002 |" in text
+    assert "| GRPO | 3 (2) | 1,440 | 8,640 | 0.4500 | (not written) |" in text
+    assert "2 epochs of every train question of each tuning setting (a/x, b/y)" in text
+    assert tuning_numbers(trials.iloc[:0], {}) == []
+    assert tuning_section([], {}).startswith("Not tuned")

@@ -112,6 +112,8 @@ def test_dvc_repro_is_incremental(tmp_path):
     shutil.copytree(REPO / "src", work / "src", ignore=shutil.ignore_patterns("__pycache__"))
     (work / "sweeps").mkdir()
     shutil.copy(REPO / "sweeps/best.yaml", work / "sweeps")  # committed: a train params file
+    shutil.copytree(REPO / "tune", work / "tune",  # committed: the tuned values, the trials
+                    ignore=shutil.ignore_patterns("optuna.db*"))
     small_params(work)
     subprocess.run(["git", "init", "-q"], cwd=work, check=True)
     _dvc("init", "-q", cwd=work)
@@ -130,6 +132,17 @@ def test_dvc_repro_is_incremental(tmp_path):
     assert "compare-runs" in (work / "reports/mlflow_runs.md").read_text()
     second = _dvc("repro", cwd=work)
     assert "Running stage" not in second
+    assert "up to date" in _dvc("status", cwd=work)
+    # a changed tuned file (what `make tune` writes) makes every train stage, and only those
+    # and the report, stale
+    tuned = (work / "tune/tuned.yaml").read_text()
+    (work / "tune/tuned.yaml").write_text(tuned.replace("grpo: {}", "grpo:\n  beta: 0.02"))
+    stale = _dvc("status", cwd=work)
+    reasoners = yaml.safe_load((work / "params.yaml").read_text())["reward_table"]["build"]
+    for r in reasoners:
+        assert f"train@{r}-seqcalc:" in stale
+    assert "reward_table@" not in stale and "report:" in stale
+    (work / "tune/tuned.yaml").write_text(tuned)
     assert "up to date" in _dvc("status", cwd=work)
     params = yaml.safe_load((work / "params.yaml").read_text())
     params["prepare"]["seqcalc"]["seed"] = 99
@@ -515,3 +528,27 @@ def test_a_toy_estimator_is_one_module_and_one_registry_line(built, tmp_path):
     summary = (work / "reports/summary.md").read_text()
     assert "| reasoner | benchmark | FGPO | GRPO | TOY | FGPO − GRPO |" in summary
     assert (work / "reports/figures/subset_choice.png").stat().st_size > 0
+
+
+def test_tune_cli_writes_the_tuned_file_and_a_rerun_trains_nothing(built, tmp_path):
+    """`fgpo tune` as `make tune` calls it: each method's study, tune/trials.csv and
+    tune/tuned.yaml; a second call finds both studies complete and runs no trial."""
+    params = yaml.safe_load((built / "params.yaml").read_text())
+    params["tune"].update(settings=["careful_expert/genomeqa"], n_trials=1, epochs=1,
+                          evals_per_epoch=1, n_startup_trials=1,
+                          storage=f"sqlite:///{tmp_path / 'tune.db'}")
+    (tmp_path / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
+    args = ["tune", "--params", str(tmp_path / "params.yaml"), "--data", str(built / "data")]
+    r = fgpo(*args, cwd=tmp_path, MLFLOW_TRACKING_URI=f"sqlite:///{tmp_path / 'mlruns.db'}")
+    assert r.returncode == 0, r.stderr[-3000:]
+    tuned = yaml.safe_load((tmp_path / "tune/tuned.yaml").read_text())
+    assert set(tuned["fgpo"]) == {"learning_rate", "head_lr_mult", "beta"}
+    assert {"grpo.group_size", "grpo.clip_eps", "grpo.temperature"} <= set(tuned["grpo"])
+    trials = pd.read_csv(tmp_path / "tune/trials.csv")
+    assert trials.groupby("method").size().to_dict() == {"fgpo": 1, "grpo": 1}
+    assert trials["question_visits"].nunique() == 1   # the same budget for both
+    first = (tmp_path / "tune/trials.csv").read_text()
+    again = fgpo(*args, cwd=tmp_path, MLFLOW_TRACKING_URI=f"sqlite:///{tmp_path / 'mlruns.db'}")
+    assert again.returncode == 0, again.stderr[-3000:]
+    assert "fgpo: 1 complete trials" in again.stdout
+    assert (tmp_path / "tune/trials.csv").read_text() == first

@@ -138,6 +138,16 @@ def sweep(method: str = typer.Option(..., help="an estimator (`fgpo list-methods
     echo(stage.outcome(study, handed_off))
 
 
+@command()
+def tune(storage: Optional[str] = typer.Option(None, help="study storage URL (default "
+                                               "tune.storage, or $FGPO_TUNE_STORAGE)"),
+         params: Path = PARAMS, data: Path = typer.Option(Path("data")),
+         no_mlflow: bool = typer.Option(False, "--no-mlflow", help="skip MLflow logging")) -> None:
+    """Equal-budget Optuna study per method on the tuning settings; writes tune/tuned.yaml."""
+    from fgpo.stages import tune as stage
+    echo(stage.outcome(stage.main(params, data, storage, tracking=not no_mlflow)))
+
+
 @command("list-methods")
 def list_methods() -> None:
     """Registered estimators (train.methods, `fgpo sweep --method`) and their settings."""

@@ -118,6 +118,23 @@ def validation_curves(settings: list[SettingData], path: Path) -> Path:
     return _save(fig, path)
 
 
+def tuning_curves(best: pd.DataFrame, path: Path) -> Path:
+    """Best objective so far against trial number, one line per tuned method: flat at the end
+    means more trials would not have helped."""
+    fig, ax = plt.subplots(figsize=(5.2, 3.4))
+    methods = list(dict.fromkeys(best["method"]))
+    for m in methods:
+        b = best[best["method"] == m]
+        st = style(m, methods)
+        ax.plot(b["trial"], b["best"], ls=st["ls"], marker=st["marker"], ms=4, label=m.upper())
+    ax.set(xlabel="trial number", ylabel="best val expected reward so far")
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8)
+    fig.suptitle("Equal-budget tuning: best objective per trial", fontsize=9)
+    fig.tight_layout()
+    return _save(fig, path)
+
+
 def zero_signal_vs_step(settings: list[SettingData], path: Path, smooth: int = 5) -> Path:
     """Share of batch questions whose sampled GRPO group had equal rewards, per step (rolling
     mean over `smooth` steps); FGPO's counterpart counts truly constant reward rows."""

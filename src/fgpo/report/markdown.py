@@ -313,8 +313,32 @@ def mechanisms(o: dict[str, Any], window: int) -> str:
     ])
 
 
+def tuning_section(tuning: list[dict[str, Any]], tune: dict[str, Any]) -> str:
+    """What was tuned: each method's trials, budget, best objective and chosen values."""
+    if not tuning:
+        return ("Not tuned: every method trains with `params.yaml`'s shared `train` values "
+                "(`make tune` runs the equal-budget studies and writes `tune/tuned.yaml`).")
+    settings = ", ".join(tune.get("settings", []))
+    lines = [f"Each method's own Optuna study (TPE, no pruning, so every trial spends the same): "
+             f"{tune.get('epochs')} epochs of every train question of each tuning setting "
+             f"({settings}) per trial, seed 0, scored by the validation expected reward at the "
+             "best-validation checkpoint averaged over those settings. The chosen values "
+             "(`tune/tuned.yaml`) are what every setting above trained with.", "",
+             "| method | trials (complete) | question visits per trial | reward evaluations per "
+             "trial (median) | best objective | chosen values |", "|---|---:|---:|---:|---:|---|"]
+    for t in tuning:
+        visits = " / ".join(f"{v:,.0f}" for v in t["question_visits"]) or "—"
+        chosen = ", ".join(f"`{k}` = {v:.4g}" if isinstance(v, float) else f"`{k}` = {v}"
+                           for k, v in sorted(t["chosen"].items())) or "(not written)"
+        lines.append(f"| {t['method'].upper()} | {t['trials']} ({t['complete']}) | {visits} | "
+                     f"{_n(t['reward_evals_median'])} | "
+                     f"{'—' if t['best'] is None else format(t['best'], '.4f')} | {chosen} |")
+    return "\n".join(lines)
+
+
 def render_summary(rows: list[dict[str, Any]], overall: dict[str, Any], fam: pd.DataFrame,
-                   what_ran: str, figures: dict[str, str], cfg: ReportConfig) -> str:
+                   what_ran: str, figures: dict[str, str], cfg: ReportConfig,
+                   tuning: str = "") -> str:
     """reports/summary.md. Sections start with `## `; `fgpo readme` copies some of them."""
     g = rows[0]["zero_signal/group_size"] if rows else 8
     methods = row_methods(rows[0]) if rows else [EXACT, SAMPLED]
@@ -326,6 +350,7 @@ def render_summary(rows: list[dict[str, Any]], overall: dict[str, Any], fam: pd.
         "links for every row: `reports/mlflow_runs.md` (written beside this file from the local "
         "tracking store; not versioned, since run ids differ per machine).",
         "## What ran", what_ran,
+        "## Tuning", tuning or tuning_section([], {}),
         "## Paper vs this run", paper_table(overall),
         "## Test accuracy per setting",
         "Greedy (argmax) subset on the test split, each run at its best-validation checkpoint; "

@@ -318,3 +318,29 @@ def summary_metrics(rows: list[dict[str, Any]], overall: dict[str, Any]) -> dict
             if k not in ("reasoner", "benchmark"):
                 out[f"settings/{r['reasoner']}/{r['benchmark']}/{k}"] = v
     return out
+
+
+# ---- tuning (`make tune`) ---------------------------------------------------------------------
+
+def tuning_numbers(trials: pd.DataFrame, tuned: dict[str, dict[str, Any]]
+                   ) -> list[dict[str, Any]]:
+    """Per tuned method: its trials (complete / all), the budget of one trial (question visits,
+    reward evaluations), the best objective and the chosen values; [] when nothing was tuned."""
+    out = []
+    for method, t in trials.groupby("method", sort=False):
+        done = t[t["state"] == "COMPLETE"]
+        out.append({
+            "method": method, "trials": len(t), "complete": len(done),
+            "question_visits": sorted(set(done["question_visits"].astype(float))),
+            "reward_evals_median": float(done["reward_evals"].median()) if len(done) else None,
+            "best": float(done["value"].max()) if len(done) else None,
+            "chosen": dict(tuned.get(method) or {})})
+    return out
+
+
+def best_so_far(trials: pd.DataFrame) -> pd.DataFrame:
+    """Per method and trial number, the best objective among its complete trials so far (the
+    curve that shows whether more trials would have helped)."""
+    done = trials[trials["state"] == "COMPLETE"].sort_values(["method", "trial"])
+    return done.assign(best=done.groupby("method")["value"].cummax())[["method", "trial",
+                                                                        "best"]]

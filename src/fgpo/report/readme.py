@@ -74,7 +74,7 @@ def reward_table_stats(metrics_dir: Path, reasoners: list[str], benchmarks: list
     return "\n".join(lines)
 
 
-README_SECTIONS = ("What ran", "Paper vs this run", "Test accuracy per setting",
+README_SECTIONS = ("What ran", "Tuning", "Paper vs this run", "Test accuracy per setting",
                    "Test reward and tools", "Reward-evaluation budgets", "Zero-signal fraction",
                    "Convergence and checkpoints", "Why this run differs from the paper",
                    "Figures")

@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+import yaml
 
 from fgpo.benchmarks.config import load_prepare
 from fgpo.config import DEFAULT_PARAMS, load_section, read_params
@@ -23,15 +24,18 @@ from fgpo.errors import InputError
 from fgpo.report import figures
 from fgpo.report.config import ReportConfig, read_methods
 from fgpo.report.data import SettingData, SplitTable
-from fgpo.report.markdown import outcome_line, render_summary, settings_table, what_ran
-from fgpo.report.numbers import (family_accuracy, overall_numbers, setting_numbers,
-                                 subset_choice, summary_metrics)
+from fgpo.report.markdown import (outcome_line, render_summary, settings_table, tuning_section,
+                                  what_ran)
+from fgpo.report.numbers import (best_so_far, family_accuracy, overall_numbers, setting_numbers,
+                                 subset_choice, summary_metrics, tuning_numbers)
 from fgpo.rewards.data import table_path
 from fgpo.rewards.table import TableSettings, load_reward_table
 from fgpo.seqio import atomic_write_text, read_parquet
 from fgpo.tools import ToolsConfig
 from fgpo.tracking.provenance import EXPERIMENT, file_md5, git_commit
 
+TUNING_FIGURE = ("Tuning: best objective per trial", "figures/tuning_curves.png")
+"""Drawn only when `make tune` ran (tune/trials.csv has trials)."""
 FIGURES = {"Validation curves and checkpoints": "figures/validation_curves.png",
            "Validation accuracy vs reward evaluations": "figures/accuracy_vs_reward_evals.png",
            "Zero-signal fraction vs step": "figures/zero_signal_vs_step.png",
@@ -45,6 +49,18 @@ def _read(path: Path, what: str) -> Any:
     if path.suffix == ".json":
         return json.loads(path.read_text())
     return pd.read_csv(path) if path.suffix == ".csv" else read_parquet(path, rebuild="`dvc repro`")
+
+
+def read_trials(path: Path) -> pd.DataFrame:
+    """tune/trials.csv (committed; header only until `make tune` ran)."""
+    cols = ["method", "trial", "state", "value", "question_visits", "reward_evals", "params"]
+    if not path.exists():
+        return pd.DataFrame(columns=cols)
+    trials = pd.read_csv(path)
+    missing = [c for c in cols if c not in trials.columns]
+    if missing:
+        raise InputError(f"lacks column(s) {missing}; rerun `make tune`", file=str(path))
+    return trials
 
 
 def load_setting(reasoner: str, benchmark: str, methods: list[str], tools_cfg: ToolsConfig,
@@ -99,7 +115,7 @@ def mlflow_links(rows: list[dict[str, Any]], methods: list[str], cfg: ReportConf
 def main(params: Path = DEFAULT_PARAMS, data: Path = Path("data"),
          metrics: Path = Path("metrics"), plots: Path = Path("plots"),
          out: Path = Path("reports"), tracking: bool = True,
-         links_only: bool = False) -> dict[str, Any]:
+         links_only: bool = False, tune_dir: Path = Path("tune")) -> dict[str, Any]:
     """Build the report; `links_only` rewrites just reports/mlflow_runs.md (what `make run` does
     after a `dvc repro` that found the report up to date, e.g. on a fresh clone)."""
     cfg = load_section(ReportConfig, "report", params)
@@ -131,7 +147,16 @@ def main(params: Path = DEFAULT_PARAMS, data: Path = Path("data"),
                             fig["Subset choice per family"])
     ran = what_ran(load_prepare(params), tools_cfg, read_params(params).get("train") or {},
                    settings)
-    summary = render_summary(rows, overall, fam, ran, FIGURES, cfg)
+    trials = read_trials(tune_dir / "trials.csv")
+    tuned = tune_dir / "tuned.yaml"
+    tuning = tuning_numbers(trials, (yaml.safe_load(tuned.read_text()) or {})
+                            if tuned.exists() else {})
+    shown = dict(FIGURES)
+    if tuning:
+        shown[TUNING_FIGURE[0]] = TUNING_FIGURE[1]
+        figures.tuning_curves(best_so_far(trials), out / TUNING_FIGURE[1])
+    summary = render_summary(rows, overall, fam, ran, shown, cfg, tuning_section(
+        tuning, read_params(params).get("tune") or {}))
     atomic_write_text(summary, out / "summary.md")
     atomic_write_text(json.dumps(summary_metrics(rows, overall), indent=1) + "\n",
                       metrics / "summary.json")

@@ -38,7 +38,8 @@ from fgpo.tracking.provenance import EXPERIMENT, file_md5, git_commit
 from fgpo.train.config import TrainConfig
 from fgpo.train.settings import resolve_device
 from fgpo.train.loop import RunResult, check_run_data, config_hash, train_run
-from fgpo.train.overrides import BEST_PARAMS, apply, apply_best, read_best
+from fgpo.train.overrides import (BEST_PARAMS, TUNED_PARAMS, apply, apply_best,
+                                  read_best, read_tuned)
 
 
 def swept_params(method: str, reasoner: str, benchmark: str, params: Path,
@@ -135,10 +136,12 @@ def sweep_label(best: dict | None) -> str:
     return f"{best['study']}#{best['trial']}" if best else "none"
 
 
-def method_config(cfg: TrainConfig, method: str, reasoner: str, benchmark: str, params: Path
-                  ) -> tuple[TrainConfig, dict | None]:
-    """The config `method` trains with on this setting (its best sweep params applied when
-    sweep.apply_best is on) and the sweep record it came from."""
+def method_config(cfg: TrainConfig, method: str, reasoner: str, benchmark: str, params: Path,
+                  tuned: Path = TUNED_PARAMS) -> tuple[TrainConfig, dict | None]:
+    """The config `method` trains with on this setting: params.yaml's train section, the
+    method's tuned values (tune/tuned.yaml, from `make tune`) over it, and the setting's best
+    sweep params over those when sweep.apply_best is on; plus the sweep record used."""
+    cfg = apply(cfg, read_tuned(method, tuned))
     best = swept_params(method, reasoner, benchmark, params)
     return (apply(cfg, best["params"]) if best else cfg), best
 

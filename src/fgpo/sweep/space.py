@@ -42,28 +42,30 @@ class Dimension:
         return head if head in ESTIMATORS else None
 
 
-def _field_type(path: str) -> Any:
+def _field_type(path: str, section: str = "sweep.space") -> Any:
     cls: Any = TrainConfig
     hint = None
     for part in path.split("."):
         fields = {f.name: f for f in dataclasses.fields(cls)} if dataclasses.is_dataclass(cls) else {}
         if part not in fields:
             raise InputError(f"unknown parameter {path!r} (no train.{path} in TrainConfig)",
-                             field=f"sweep.space.{path}")
+                             field=f"{section}.{path}")
         hint = fields[part].default_factory() if fields[part].default_factory is not \
             dataclasses.MISSING else fields[part].default
         cls = type(hint)
     return hint
 
 
-def parse_space(raw: dict[str, dict[str, Any]]) -> list[Dimension]:
-    """Dimensions from the params.yaml mapping; unknown names and empty ranges are refused."""
+def parse_space(raw: dict[str, dict[str, Any]], section: str = "sweep.space"
+                ) -> list[Dimension]:
+    """Dimensions from the params.yaml mapping under `section`; unknown names and empty ranges
+    are refused."""
     if not raw:
-        raise InputError("empty search space", field="sweep.space")
+        raise InputError("empty search space", field=section)
     dims = []
     for name, spec in raw.items():
-        where = f"sweep.space.{name}"
-        default = _field_type(name)
+        where = f"{section}.{name}"
+        default = _field_type(name, section)
         if dataclasses.is_dataclass(default):
             raise InputError(f"{name!r} is a section, not a parameter",
                              field=where)

@@ -122,8 +122,9 @@ def _end_trial_run(trial: optuna.trial.FrozenTrial) -> None:
             pass
 
 
-def open_storage(url: str, cfg: SweepConfig) -> RDBStorage:
-    """The RDB storage with heartbeats; an unreachable or invalid URL is a clear error."""
+def open_storage(url: str, cfg: SweepConfig, field: str = "sweep.storage") -> RDBStorage:
+    """The RDB storage with heartbeats; an unreachable or invalid URL is a clear error naming
+    `field`, the params key the URL came from."""
     if url.startswith("sqlite:///"):
         Path(url[len("sqlite:///"):]).parent.mkdir(parents=True, exist_ok=True)
     try:
@@ -134,7 +135,7 @@ def open_storage(url: str, cfg: SweepConfig) -> RDBStorage:
     except Exception as exc:  # SQLAlchemy raises many types; name the URL (without password)
         raise InputError(f"cannot open study storage ({type(exc).__name__}: "
                          f"{redact_text(str(exc).splitlines()[0])[:200]})", file=redact_url(url),
-                         field="sweep.storage") from None
+                         field=field) from None
 
 
 def recover_dead_workers(study: optuna.Study, storage: RDBStorage) -> list[int]:

@@ -77,3 +77,29 @@ def record_best(best: dict[str, Any], method: str, reasoner: str, benchmark: str
         raw = _read(path) if path.exists() else {m: {} for m in ESTIMATORS}
         raw.setdefault(method, {}).setdefault(reasoner, {})[benchmark] = best
         atomic_write_text(HEADER + yaml.safe_dump(raw, sort_keys=True), path)
+
+
+# ---- the tuned values per method (`fgpo tune`) ------------------------------------------------
+
+TUNED_PARAMS = Path("tune/tuned.yaml")
+TUNED_HEADER = ("# Each method's tuned values (method -> dotted train path -> value), written by "
+                "`make tune`\n# (`fgpo tune`: the best trial of the method's equal-budget study). "
+                "The train stage\n# applies them over params.yaml's train section (a DVC params "
+                "file of `train`); {} = untuned.\n")
+
+
+def read_tuned(method: str, path: Path = TUNED_PARAMS) -> dict[str, Any]:
+    """The method's tuned values ({} when it was not tuned)."""
+    if not path.exists():
+        raise InputError("tuned-params file missing; restore the committed one "
+                         f"(git checkout {path}) or write one with `make tune`", file=str(path))
+    raw = yaml.safe_load(path.read_text()) or {}
+    if not isinstance(raw, dict) or not all(isinstance(v, dict) for v in raw.values()):
+        raise InputError("expected method -> {dotted train path: value}", file=str(path))
+    return dict(raw.get(method) or {})
+
+
+def write_tuned(values: dict[str, dict[str, Any]], path: Path = TUNED_PARAMS) -> None:
+    """The tuned file: every estimator's entry ({} for one not tuned), sorted."""
+    raw = {m: dict(sorted((values.get(m) or {}).items())) for m in ESTIMATORS}
+    atomic_write_text(TUNED_HEADER + yaml.safe_dump(raw, sort_keys=True), path)

@@ -1,0 +1,78 @@
+"""`fgpo tune` (`make tune`): every method's equal-budget study on the tuning settings, and the
+chosen values written to tune/tuned.yaml, the params file the train stage reads.
+
+Writes tune/trials.csv (every trial of every method: state, objective, what it spent, its values;
+what the report's tuning section reads) and, once every method has `tune.n_trials` COMPLETE trials,
+tune/tuned.yaml. Both are committed; `make run` reads them and never tunes. The studies live in
+`tune.storage` (git-ignored), so a killed `make tune` continues where it stopped.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import optuna
+import pandas as pd
+
+from fgpo.config import DEFAULT_PARAMS, load_section
+from fgpo.errors import InputError
+from fgpo.rewards.data import load_run_data, table_path
+from fgpo.rewards.stats import require_trainable
+from fgpo.seqio import atomic_write_text
+from fgpo.sweep.tune import TuneConfig, chosen, complete, run_tune, trials_table
+from fgpo.tools import ToolsConfig
+from fgpo.train.config import TrainConfig
+from fgpo.train.overrides import TUNED_PARAMS, write_tuned
+
+TRIALS = Path("tune/trials.csv")
+STORAGE_ENV = "FGPO_TUNE_STORAGE"
+
+
+def main(params: Path = DEFAULT_PARAMS, data: Path = Path("data"), storage: str | None = None,
+         tuned: Path = TUNED_PARAMS, trials: Path = TRIALS, tracking: bool = True
+         ) -> dict[str, optuna.Study]:
+    """Run (or resume) each method's study; write the trials and, when all are done, the
+    chosen values. Returns method -> study."""
+    from fgpo.tracking import sigterm_as_exit
+
+    cfg = load_section(TuneConfig, "tune", params)
+    base = load_section(TrainConfig, "train", params)
+    tools_cfg = load_section(ToolsConfig, "tools", params)
+    runs = {}
+    for reasoner, benchmark in cfg.pairs():
+        run_data = load_run_data(reasoner, benchmark, tools_cfg, data)
+        require_trainable(run_data, base.allow_degenerate_table,
+                          str(table_path(reasoner, benchmark, data / "reward_tables")))
+        runs[f"{reasoner}/{benchmark}"] = run_data
+    url = storage or os.environ.get(STORAGE_ENV) or cfg.storage
+    studies: dict[str, optuna.Study] = {}
+    try:
+        with sigterm_as_exit():
+            for method in cfg.methods:
+                studies[method] = run_tune(method, base, cfg, runs, url, tracking)
+    finally:  # what finished is on record even after a kill
+        if studies:
+            write_trials(studies, trials)
+    short = {m: len(complete(s)) for m, s in studies.items() if len(complete(s)) < cfg.n_trials}
+    if short:
+        raise InputError(f"studies ended with fewer than {cfg.n_trials} complete trials "
+                         f"({short}; see {trials}): tune/tuned.yaml left as it was; rerun "
+                         "`make tune` to continue", field="tune")
+    write_tuned(chosen(studies), tuned)
+    return studies
+
+
+def write_trials(studies: dict[str, optuna.Study], path: Path) -> None:
+    atomic_write_text(pd.DataFrame(trials_table(studies)).to_csv(index=False), path)
+
+
+def outcome(studies: dict[str, optuna.Study]) -> list[str]:
+    """What `fgpo tune` prints: per method, its trials and chosen values."""
+    lines = []
+    for method, study in studies.items():
+        done = complete(study)
+        lines.append(f"{method}: {len(done)} complete trials, best val/expected_reward "
+                     f"{study.best_value:.4f} (trial {study.best_trial.number}): "
+                     f"{study.best_params}" if done else f"{method}: no complete trial")
+    return lines + [f"-> {TUNED_PARAMS} (the train stage applies it; `make run` retrains)"]

@@ -1,0 +1,245 @@
+"""Each method at its best: one Optuna study per method, the same trials and budget for each.
+
+A reviewer's first question about an estimator comparison is whether the baseline was tuned as
+well as the method. `fgpo tune` answers it: for every method in `tune.methods` a study named
+`tune-<method>` searches that method's own space (`tune.space.<method>`: learning rate, head
+learning-rate multiplier and KL beta for every method; GRPO adds G, clip and temperature) on the
+declared tuning settings. Every trial of every method trains the same schedule (`tune.epochs`
+visits of every train question of each tuning setting, seed `train.seeds[0]`) and is scored by
+the faithful protocol's quantity: validation expected reward at the best-validation checkpoint,
+averaged over the tuning settings. No pruning: a pruned trial would spend less than the others,
+and the budgets would no longer be equal. The study stops when `tune.n_trials` trials are
+COMPLETE, so a killed run resumes where it stopped (its dead trial failed and re-queued once).
+
+MLflow: one parent run per study (experiment `fgpo-tune`), each trial a nested run with its
+values, the per-setting and mean objective, and what it spent.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+import numpy as np
+import optuna
+from optuna.study import MaxTrialsCallback
+from optuna.trial import TrialState
+
+from fgpo.errors import InputError
+from fgpo.rewards.table import RunData
+from fgpo.sweep.space import Dimension, parse_space, space_hash
+from fgpo.sweep.study import SweepConfig, open_storage, recover_dead_workers
+from fgpo.tracking.provenance import TUNE_EXPERIMENT
+from fgpo.train.config import TrainConfig
+from fgpo.train.estimators import ESTIMATORS
+from fgpo.train.loop import train_run
+from fgpo.train.overrides import apply
+
+OBJECTIVE = "val/expected_reward"
+SHARED = ("learning_rate", "head_lr_mult", "beta")
+"""Searched for every method: the settings that act on both estimators' advantages."""
+
+
+@dataclass
+class TuneConfig:
+    """`tune:` section of params.yaml."""
+
+    methods: list[str] = field(default_factory=lambda: ["fgpo", "grpo"])
+    """Methods tuned, each in its own study with the same trials and budget."""
+    settings: list[str] = field(default_factory=lambda: [
+        "careful_expert/genomeqa", "overloaded_generalist/seqcalc", "tool_skeptic/variant"])
+    """Tuning settings, `<reasoner>/<benchmark>`: one reasoner per benchmark by default. A trial
+    trains on each and is scored by the mean; the comparison's other settings are never seen."""
+    n_trials: int = 16
+    """COMPLETE trials per method (failed ones are retried, not counted)."""
+    epochs: int = 3
+    """Visits of every train question per trial and setting: the comparison's own schedule
+    (train.epochs), so the values are chosen under the protocol they are used in; 16 trials x
+    3 settings x 2 methods fit `make tune` in well under an hour on 2 cores."""
+    evals_per_epoch: int = 4
+    """Validation points per epoch (the best one is the trial's checkpoint)."""
+    seed: int = 0
+    """TPE sampler seed (a resumed study offsets it by the trials already there)."""
+    n_startup_trials: int = 4
+    """Random trials before TPE models the space."""
+    storage: str = "sqlite:///tune/optuna.db"
+    """SQLAlchemy URL of the studies (git-ignored; the outcome is tune/tuned.yaml)."""
+    space: dict[str, dict[str, dict[str, Any]]] = field(default_factory=dict)
+    """method -> {dotted train path -> {type, low, high, log, choices}}, as `sweep.space`."""
+
+    def __post_init__(self) -> None:
+        if self.n_trials < 1 or self.epochs < 1 or self.evals_per_epoch < 1:
+            raise InputError("n_trials, epochs and evals_per_epoch must be >= 1", field="tune")
+        if not self.settings:
+            raise InputError("declare at least one tuning setting <reasoner>/<benchmark>",
+                             field="tune.settings")
+        for s in self.settings:
+            if s.count("/") != 1:
+                raise InputError(f"{s!r}: write a setting as <reasoner>/<benchmark>",
+                                 field="tune.settings")
+        for m in self.methods:
+            if m not in ESTIMATORS:
+                raise InputError(f"unknown method {m!r}; choose from {list(ESTIMATORS)}",
+                                 field="tune.methods")
+            dims = self.dimensions(m)
+            missing = [n for n in SHARED if n not in {d.name for d in dims}]
+            if missing:
+                raise InputError(f"every method searches {list(SHARED)}; add {missing} to "
+                                 f"tune.space.{m}", field=f"tune.space.{m}")
+            other = [d.name for d in dims if d.method() not in (None, m)]
+            if other:
+                raise InputError(f"{other} belong to another method's section",
+                                 field=f"tune.space.{m}")
+
+    def dimensions(self, method: str) -> list[Dimension]:
+        if method not in self.space:
+            raise InputError(f"no search space for {method!r}", field=f"tune.space.{method}")
+        return parse_space(self.space[method], f"tune.space.{method}")
+
+    def pairs(self) -> list[tuple[str, str]]:
+        return [tuple(s.split("/")) for s in self.settings]  # type: ignore[misc]
+
+
+def study_name(method: str) -> str:
+    return f"tune-{method}"
+
+
+def complete(study: optuna.Study) -> list[optuna.trial.FrozenTrial]:
+    return study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))
+
+
+def open_tune_study(method: str, storage: Any, dims: list[Dimension], cfg: TuneConfig
+                    ) -> optuna.Study:
+    """Create or resume the method's study; one made with another space or budget is refused
+    (its trials would not be comparable)."""
+    name = study_name(method)
+    try:
+        existing = optuna.load_study(study_name=name, storage=storage)
+    except KeyError:
+        existing = None
+    budget = {"settings": cfg.settings, "epochs": cfg.epochs,
+              "evals_per_epoch": cfg.evals_per_epoch}
+    if existing is not None:
+        if existing.user_attrs.get("space_hash") != space_hash(dims) or \
+                existing.user_attrs.get("budget") != budget:
+            raise InputError(f"study {name!r} exists with another space or budget "
+                             f"({existing.user_attrs.get('budget')}); delete it from "
+                             f"{cfg.storage} or change tune.storage", field="tune")
+    offset = len(existing.trials) if existing is not None else 0
+    study = optuna.create_study(
+        study_name=name, storage=storage, direction="maximize", load_if_exists=True,
+        sampler=optuna.samplers.TPESampler(seed=cfg.seed + offset,
+                                           n_startup_trials=cfg.n_startup_trials))
+    if existing is None:
+        study.set_user_attr("space_hash", space_hash(dims))
+        study.set_user_attr("budget", budget)
+    return study
+
+
+def trial_score(method: str, cfg: TrainConfig, data: dict[str, RunData], seed: int,
+                log: Any = None) -> tuple[float, dict[str, float]]:
+    """Train `cfg` on every tuning setting; (mean objective, per-setting metrics and what the
+    trial spent). `log(metrics, step)` receives each setting's final numbers."""
+    per, spent = {}, {"budget/question_visits": 0.0, "budget/reward_evals": 0.0,
+                      "budget/optimizer_steps": 0.0}
+    for i, (setting, run_data) in enumerate(data.items()):
+        result = train_run(method, cfg, run_data, seed, progress=False)
+        per[f"setting/{setting}/{OBJECTIVE}"] = result.final[OBJECTIVE]
+        for k in spent:
+            spent[k] += float(result.final[k])
+        if log is not None:
+            log({f"setting/{setting}/{k}": v for k, v in result.final.items()
+                 if k.startswith(("val/", "checkpoint/"))}, i)
+    value = float(np.mean([per[k] for k in per]))
+    return value, {**per, **spent, OBJECTIVE: value}
+
+
+def run_tune(method: str, base: TrainConfig, cfg: TuneConfig, data: dict[str, RunData],
+             storage_url: str, tracking: bool = True) -> optuna.Study:
+    """Run the method's study until `cfg.n_trials` trials are COMPLETE (resuming it)."""
+    from fgpo.tracking import Tracker
+
+    dims = cfg.dimensions(method)
+    storage = open_storage(storage_url, SweepConfig(), field="tune.storage")
+    study = open_tune_study(method, storage, dims, cfg)
+    recover_dead_workers(study, storage)
+    base = replace(base, epochs=cfg.epochs, evals_per_epoch=cfg.evals_per_epoch,
+                   seeds=base.seeds[:1])
+    tags = {"method": method, "study": study.study_name, "settings": ",".join(cfg.settings)}
+    parent = None
+    if tracking:
+        parent_id = study.user_attrs.get("mlflow_parent_run_id")
+        parent = Tracker(TUNE_EXPERIMENT, study.study_name, {**tags, "kind": "study"},
+                         {"tune": {"n_trials": cfg.n_trials, "epochs": cfg.epochs,
+                                   "evals_per_epoch": cfg.evals_per_epoch,
+                                   "settings": cfg.settings, "space": cfg.space[method]},
+                          "method": method}, run_id=parent_id)
+        if parent_id is None:
+            study.set_user_attr("mlflow_parent_run_id", parent.run_id)
+
+    def objective(trial: optuna.Trial) -> float:
+        values = {d.name: d.suggest(trial) for d in dims}
+        trial.set_user_attr("worker", f"{socket.gethostname()}:{os.getpid()}")
+        run = None
+        if parent is not None:
+            run = Tracker(TUNE_EXPERIMENT, f"{study.study_name}-trial{trial.number}",
+                          {**tags, "kind": "trial", "trial": str(trial.number)},
+                          {"method": method, **values}, parent_run_id=parent.run_id)
+            trial.set_user_attr("mlflow_run_id", run.run_id)
+        try:
+            value, metrics = trial_score(method, apply(base, values), data, base.seeds[0],
+                                         run.log_metrics if run is not None else None)
+        except BaseException as exc:
+            if run is not None:
+                run.set_tags({"optuna_state": "FAIL", "error": f"{type(exc).__name__}: "
+                                                               f"{exc}"[:500]})
+                run.end("FAILED" if isinstance(exc, Exception) else "KILLED")
+            raise
+        for k in ("budget/question_visits", "budget/reward_evals", "budget/optimizer_steps"):
+            trial.set_user_attr(k, metrics[k])
+        if run is not None:
+            run.log_metrics(metrics, len(data))
+            run.set_tags({"optuna_state": "COMPLETE"})
+            run.end()
+        return value
+
+    remaining = cfg.n_trials - len(complete(study))
+    try:
+        if remaining > 0:  # failed trials are retried: at most as many attempts again
+            study.optimize(objective, n_trials=2 * remaining, catch=(Exception,),
+                           callbacks=[MaxTrialsCallback(cfg.n_trials,
+                                                        states=(TrialState.COMPLETE,))],
+                           gc_after_trial=True, show_progress_bar=True)
+    except BaseException:
+        if parent is not None:
+            parent.end("KILLED")
+        raise
+    if parent is not None:
+        done = complete(study)
+        if done:
+            parent.log_metrics({"best/" + OBJECTIVE: study.best_value}, len(done))
+            parent.set_tags({"best_trial": str(study.best_trial.number),
+                             "best_params": json.dumps(study.best_params, sort_keys=True)})
+        parent.end("FINISHED" if len(done) >= cfg.n_trials else "FAILED")
+    return study
+
+
+def trials_table(studies: dict[str, optuna.Study]) -> list[dict[str, Any]]:
+    """Every trial of every method's study: number, state, value, what it spent, its values."""
+    rows = []
+    for method, study in studies.items():
+        for t in study.get_trials(deepcopy=False):
+            rows.append({"method": method, "trial": t.number, "state": t.state.name,
+                         "value": t.value if t.state == TrialState.COMPLETE else None,
+                         "question_visits": t.user_attrs.get("budget/question_visits"),
+                         "reward_evals": t.user_attrs.get("budget/reward_evals"),
+                         "params": json.dumps(t.params, sort_keys=True)})
+    return rows
+
+
+def chosen(studies: dict[str, optuna.Study]) -> dict[str, dict[str, Any]]:
+    """method -> the best COMPLETE trial's values (the tuned file's content)."""
+    return {m: dict(s.best_params) for m, s in studies.items() if complete(s)}

@@ -1,0 +1,157 @@
+"""Equal-budget tuning per method (`fgpo tune`): the config's rules, equal trial counts and
+budgets for every method, a resumed study that repeats no finished trial, the chosen values
+reaching the train stage's config, and the tuned file as a DVC params file of `train`."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+from mlflow.tracking import MlflowClient
+
+from fgpo.errors import InputError
+from fgpo.sweep.tune import TuneConfig, chosen, complete, run_tune, trials_table
+from fgpo.train.overrides import read_tuned, write_tuned
+
+sys.path.insert(0, str(Path(__file__).parent))
+from test_training import synthetic_data, tiny_backbone, tiny_cfg  # noqa: E402,F401
+
+REPO = Path(__file__).resolve().parents[1]
+SHARED = {"learning_rate": {"type": "float", "low": 3e-3, "high": 3e-2, "log": True},
+          "head_lr_mult": {"type": "float", "low": 1.0, "high": 10.0},
+          "beta": {"type": "float", "low": 1e-3, "high": 1e-1, "log": True}}
+
+
+def tune_config(**kw) -> TuneConfig:
+    # one epoch, one validation point, two "settings" (two copies of the synthetic table):
+    # the code paths in seconds per trial
+    base = dict(settings=["synthetic/a", "synthetic/b"], n_trials=2, epochs=1,
+                evals_per_epoch=1, n_startup_trials=1,
+                space={"fgpo": SHARED, "grpo": {**SHARED, "grpo.group_size":
+                                                {"type": "categorical", "choices": [2, 4]}}})
+    base.update(kw)
+    return TuneConfig(**base)
+
+
+def two_settings() -> dict:
+    return {"synthetic/a": synthetic_data(), "synthetic/b": synthetic_data()}
+
+
+def test_params_yaml_tune_section_loads_and_every_method_searches_the_shared_settings():
+    from fgpo.config import load_section
+    cfg = load_section(TuneConfig, "tune", REPO / "params.yaml")
+    for m in cfg.methods:
+        names = {d.name for d in cfg.dimensions(m)}
+        assert {"learning_rate", "head_lr_mult", "beta"} <= names
+    assert {"grpo.group_size", "grpo.clip_eps", "grpo.temperature"} <= {
+        d.name for d in cfg.dimensions("grpo")}
+    assert not any(d.name.startswith("grpo.") for d in cfg.dimensions("fgpo"))
+
+
+@pytest.mark.parametrize("change, field", [
+    ({"space": {"fgpo": {"learning_rate": SHARED["learning_rate"]}, "grpo": SHARED}},
+     "tune.space.fgpo"),                                     # beta, head_lr_mult missing
+    ({"space": {"fgpo": {**SHARED, "grpo.clip_eps": {"type": "float", "low": 0.1,
+                                                      "high": 0.2}}, "grpo": SHARED}},
+     "tune.space.fgpo"),                                     # another method's setting
+    ({"space": {"fgpo": SHARED}}, "tune.space.grpo"),          # no space for a tuned method
+    ({"settings": ["careful_expert-genomeqa"]}, "tune.settings"),
+    ({"methods": ["fgpo", "ppo"]}, "tune.methods"),
+    ({"n_trials": 0}, "tune"),
+    ({"space": {"fgpo": {**SHARED, "beta": {"type": "float", "low": 0.1, "high": 0.01}},
+                "grpo": SHARED}}, "tune.space.fgpo.beta"),  # empty range, named in full
+])
+def test_bad_tune_configs_are_refused_with_the_field(change, field):
+    with pytest.raises(InputError) as exc:
+        tune_config(**change)
+    assert exc.value.field == field, str(exc.value)
+
+
+def test_every_method_gets_the_same_trials_and_budget_and_a_resume_repeats_nothing(
+        tiny_backbone, tmp_path, monkeypatch):
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", f"sqlite:///{tmp_path / 'mlruns.db'}")
+    monkeypatch.chdir(tmp_path)  # the store's artifacts go under the working directory
+    storage = f"sqlite:///{tmp_path / 'tune.db'}"
+    cfg, data = tune_config(), two_settings()
+    studies = {m: run_tune(m, tiny_cfg(tiny_backbone), cfg, data, storage)
+               for m in ("fgpo", "grpo")}
+    rows = trials_table(studies)
+    for m, study in studies.items():
+        assert len(complete(study)) == 2 and len(study.trials) == 2
+    # the same data visits per trial for both: 1 epoch x both settings' train questions
+    n_train = sum(len(d.rows("train")) for d in data.values())
+    assert {r["question_visits"] for r in rows} == {float(n_train)}
+    grpo_evals = {r["reward_evals"] for r in rows if r["method"] == "grpo"}
+    assert grpo_evals <= {2.0 * n_train, 4.0 * n_train}   # G draws per visit, G in {2, 4}
+    assert set(chosen(studies)) == {"fgpo", "grpo"}
+    # MLflow: one parent per study, its trials nested under it
+    client = MlflowClient()
+    exp = client.get_experiment_by_name("fgpo-tune")
+    runs = client.search_runs([exp.experiment_id])
+    parents = {r.info.run_id: r for r in runs if r.data.tags.get("kind") == "study"}
+    assert {r.data.tags["method"] for r in parents.values()} == {"fgpo", "grpo"}
+    trials = [r for r in runs if r.data.tags.get("kind") == "trial"]
+    assert len(trials) == 4 and all(r.data.tags["mlflow.parentRunId"] in parents
+                                    for r in trials)
+    # resume with a larger budget of trials: the two finished ones stay, one more runs
+    before = {(t.number, t.datetime_complete) for t in studies["fgpo"].trials}
+    again = run_tune("fgpo", tiny_cfg(tiny_backbone), tune_config(n_trials=3), data, storage)
+    assert len(complete(again)) == 3 and len(again.trials) == 3
+    assert before <= {(t.number, t.datetime_complete) for t in again.trials}
+    # and a study at its count runs nothing
+    same = run_tune("fgpo", tiny_cfg(tiny_backbone), tune_config(n_trials=3), data, storage)
+    assert len(same.trials) == 3
+
+
+def test_a_study_with_another_budget_is_refused(tiny_backbone, tmp_path):
+    storage = f"sqlite:///{tmp_path / 'tune.db'}"
+    data = two_settings()
+    run_tune("fgpo", tiny_cfg(tiny_backbone), tune_config(n_trials=1), data, storage,
+             tracking=False)
+    with pytest.raises(InputError, match="another space or budget"):
+        run_tune("fgpo", tiny_cfg(tiny_backbone), tune_config(n_trials=1, epochs=2), data,
+                 storage, tracking=False)
+
+
+def test_tuned_values_reach_the_train_config(tmp_path):
+    from fgpo.stages.train import method_config
+    from fgpo.train.config import TrainConfig
+    tuned = tmp_path / "tuned.yaml"
+    write_tuned({"grpo": {"learning_rate": 0.004, "grpo.group_size": 4}}, tuned)
+    assert yaml.safe_load(tuned.read_text())["fgpo"] == {}   # every estimator has its entry
+    assert read_tuned("grpo", tuned) == {"learning_rate": 0.004, "grpo.group_size": 4}
+    base = TrainConfig()
+    grpo, _ = method_config(base, "grpo", "r", "b", REPO / "params.yaml", tuned)
+    fgpo, _ = method_config(base, "fgpo", "r", "b", REPO / "params.yaml", tuned)
+    assert (grpo.learning_rate, grpo.grpo.group_size) == (0.004, 4)
+    assert fgpo == base   # untuned: params.yaml's train section as is
+    (tmp_path / "bad.yaml").write_text("fgpo: 0.1\n")
+    with pytest.raises(InputError, match="method ->"):
+        read_tuned("fgpo", tmp_path / "bad.yaml")
+
+
+def test_the_committed_tuned_file_is_a_params_file_of_train():
+    from fgpo.train.overrides import TUNED_PARAMS
+    stages = yaml.safe_load((REPO / "dvc.yaml").read_text())["stages"]
+    files = {next(iter(p)) if isinstance(p, dict) else p for p in stages["train"]["params"]}
+    assert str(TUNED_PARAMS) in files
+    committed = yaml.safe_load((REPO / TUNED_PARAMS).read_text())
+    assert set(committed) >= {"fgpo", "grpo"}
+
+
+def test_a_failed_trial_is_retried_not_counted(tiny_backbone, tmp_path, monkeypatch):
+    import fgpo.sweep.tune as tune
+    real, calls = tune.trial_score, []
+
+    def flaky(*args, **kw):
+        calls.append(1)
+        if len(calls) == 1:
+            raise RuntimeError("a trial that crashes")
+        return real(*args, **kw)
+    monkeypatch.setattr(tune, "trial_score", flaky)
+    study = run_tune("fgpo", tiny_cfg(tiny_backbone), tune_config(), two_settings(),
+                     f"sqlite:///{tmp_path / 'tune.db'}", tracking=False)
+    states = [t.state.name for t in study.trials]
+    assert states == ["FAIL", "COMPLETE", "COMPLETE"] and len(calls) == 3
