@@ -275,6 +275,14 @@ def test_render_summary_has_every_section(fixture_settings):
     assert "| 2.000x (2 × 4 / 4) |" in secs["Paper vs this run"]   # the schedule, by hand
     assert "> 32" in secs["Reward-evaluation budgets"]              # seed 1 censored
     assert "![A figure](figures/a.png)" in secs["Figures"]
+    assert "the same, untuned hyperparameters" in secs["Why this run differs from the paper"]
+    assert secs["Tuning"].startswith("Not tuned")
+    tuned = render_summary(rows, overall_numbers(rows), pd.concat(
+        [family_accuracy(s) for s in fixture_settings]), "- ran", {}, cfg,
+        [{"method": "fgpo", "trials": 2, "complete": 2, "question_visits": [8.0],
+          "reward_evals_median": 0.0, "best": 0.5, "chosen": {"beta": 0.02}}], {"epochs": 3})
+    assert "its own values from an equal-budget study" in tuned
+    assert "| FGPO | 2 (2) | 8 | 0 | 0.5000 | `beta` = 0.02 |" in tuned
 
 
 # ---- the committed README and report agree ---------------------------------------------------

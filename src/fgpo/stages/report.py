@@ -24,8 +24,7 @@ from fgpo.errors import InputError
 from fgpo.report import figures
 from fgpo.report.config import ReportConfig, read_methods
 from fgpo.report.data import SettingData, SplitTable
-from fgpo.report.markdown import (outcome_line, render_summary, settings_table, tuning_section,
-                                  what_ran)
+from fgpo.report.markdown import outcome_line, render_summary, settings_table, what_ran
 from fgpo.report.numbers import (best_so_far, family_accuracy, overall_numbers, setting_numbers,
                                  subset_choice, summary_metrics, tuning_numbers)
 from fgpo.rewards.data import table_path
@@ -155,8 +154,8 @@ def main(params: Path = DEFAULT_PARAMS, data: Path = Path("data"),
     if tuning:
         shown[TUNING_FIGURE[0]] = TUNING_FIGURE[1]
         figures.tuning_curves(best_so_far(trials), out / TUNING_FIGURE[1])
-    summary = render_summary(rows, overall, fam, ran, shown, cfg, tuning_section(
-        tuning, read_params(params).get("tune") or {}))
+    summary = render_summary(rows, overall, fam, ran, shown, cfg, tuning,
+                             read_params(params).get("tune") or {})
     atomic_write_text(summary, out / "summary.md")
     atomic_write_text(json.dumps(summary_metrics(rows, overall), indent=1) + "\n",
                       metrics / "summary.json")
