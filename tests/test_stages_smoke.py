@@ -207,10 +207,11 @@ def test_train_stage_logs_a_complete_mlflow_run(tmp_path):
     grpo = [r for r in runs if r.data.tags["method"] == "grpo"][0].data.metrics
     fgpo_m = [r for r in runs if r.data.tags["method"] == "fgpo"][0].data.metrics
     assert fgpo_m["budget/reward_evals"] == fgpo_m["budget/table_cells_train"]
-    # one epoch: every train question once, G = 8 subsets each; twice the steps of FGPO (mu = 2)
+    # one epoch: every train question once, G = 8 subsets each; mu optimiser steps per batch
+    mu = yaml.safe_load(params.read_text())["train"]["grpo"]["inner_epochs"]
     assert grpo["budget/reward_evals"] == grpo["budget/question_visits"] * 8
     assert grpo["budget/question_visits"] == fgpo_m["budget/question_visits"]
-    assert grpo["budget/optimizer_steps"] == 2 * fgpo_m["budget/optimizer_steps"]
+    assert grpo["budget/optimizer_steps"] == mu * fgpo_m["budget/optimizer_steps"]
     curve = pd.read_csv(tmp_path / "plots/train/careful_expert/genomeqa/grpo.csv")
     assert {"step", "train_reward_evals", "val_accuracy", "train_zero_signal_frac",
             "train_questions_seen"} <= set(curve)
@@ -526,7 +527,7 @@ def test_a_toy_estimator_is_one_module_and_one_registry_line(built, tmp_path):
     r = fgpo("report", "--no-mlflow", cwd=work, **env)
     assert r.returncode == 0, r.stderr[-3000:]
     summary = (work / "reports/summary.md").read_text()
-    assert "| reasoner | benchmark | FGPO | GRPO | TOY | FGPO − GRPO |" in summary
+    assert "| reasoner | benchmark | FGPO | GRPO | TOY | FGPO − GRPO [95% CI] |" in summary
     assert (work / "reports/figures/subset_choice.png").stat().st_size > 0
 
 

@@ -87,6 +87,8 @@ def test_resumed_run_does_not_log_a_metric_point_twice(uri: str, tmp_path: Path)
     t = Tracker("exp", "run", {}, {}, uri=uri, root=tmp_path / "mlruns")
     for step in range(1, 7):  # killed after step 6, last checkpoint at step 4
         t.log_metrics({"train/loss": 1.0 / step}, step)
+        if step == 4:
+            t.flush()  # what the training loop does before saving a checkpoint
     resumed = Tracker("exp", "run", {}, {}, uri=uri, run_id=t.run_id, root=tmp_path / "mlruns")
     for step in range(5, 11):
         resumed.log_metrics({"train/loss": 1.0 / step, "val/accuracy": 0.5}, step)

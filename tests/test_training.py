@@ -442,7 +442,13 @@ def test_the_selected_checkpoint_is_the_best_validation_point(tiny_backbone, met
 
     last = train_run(method, replace(cfg, checkpoint_rule="last"), data, seed=2,
                      progress=False)
-    assert last.history == result.history  # the rule changes only which policy is returned
+    def unmarked(history: list[dict]) -> list[dict]:
+        return [{k: v for k, v in h.items() if k != "checkpoint/selected"} for h in history]
+    # the rule changes only which policy is returned, and which point is marked selected
+    assert unmarked(last.history) == unmarked(result.history)
+    assert [h["step"] for h in result.history if "checkpoint/selected" in h] == [best["step"]]
+    assert [h["step"] for h in last.history if "checkpoint/selected" in h] == [
+        last.history[-1]["step"]]
     assert last.final["checkpoint/step"] == result.history[-1]["step"]
     again = validate(last.policy, data.table, data.rows("val"), cfg.zero_signal_group_size)
     assert again["expected_reward"] == pytest.approx(points[-1]["val/expected_reward"],

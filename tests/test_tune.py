@@ -127,6 +127,7 @@ def test_tuned_values_reach_the_train_config(tmp_path):
     fgpo, _ = method_config(base, "fgpo", "r", "b", REPO / "params.yaml", tuned)
     assert (grpo.learning_rate, grpo.grpo.group_size) == (0.004, 4)
     assert fgpo == base   # untuned: params.yaml's train section as is
+    assert read_tuned("fgpo", tmp_path / "absent.yaml") == {}   # no tuned file: untuned
     (tmp_path / "bad.yaml").write_text("fgpo: 0.1\n")
     with pytest.raises(InputError, match="method ->"):
         read_tuned("fgpo", tmp_path / "bad.yaml")

@@ -137,11 +137,12 @@ def sweep_label(best: dict | None) -> str:
 
 
 def method_config(cfg: TrainConfig, method: str, reasoner: str, benchmark: str, params: Path,
-                  tuned: Path = TUNED_PARAMS) -> tuple[TrainConfig, dict | None]:
+                  tuned: Path | None = None) -> tuple[TrainConfig, dict | None]:
     """The config `method` trains with on this setting: params.yaml's train section, the
     method's tuned values (tune/tuned.yaml, from `make tune`) over it, and the setting's best
     sweep params over those when sweep.apply_best is on; plus the sweep record used."""
-    cfg = apply(cfg, read_tuned(method, tuned))
+    # tune/tuned.yaml sits beside the params file (the repository root under `dvc repro`)
+    cfg = apply(cfg, read_tuned(method, tuned or Path(params).parent / TUNED_PARAMS))
     best = swept_params(method, reasoner, benchmark, params)
     return (apply(cfg, best["params"]) if best else cfg), best
 

@@ -27,6 +27,7 @@ import numpy as np
 import optuna
 from optuna.study import MaxTrialsCallback
 from optuna.trial import TrialState
+from tqdm import tqdm
 
 from fgpo.errors import InputError
 from fgpo.rewards.table import RunData
@@ -206,17 +207,25 @@ def run_tune(method: str, base: TrainConfig, cfg: TuneConfig, data: dict[str, Ru
             run.end()
         return value
 
-    remaining = cfg.n_trials - len(complete(study))
+    done = len(complete(study))
+    bar = tqdm(total=cfg.n_trials, initial=done, desc=f"tune {method}", unit="trial")
+
+    def progress(study: optuna.Study, trial: optuna.trial.FrozenTrial) -> None:
+        if trial.state == TrialState.COMPLETE:
+            bar.update()
+            bar.set_postfix(best=f"{study.best_value:.4f}")
     try:
-        if remaining > 0:  # failed trials are retried: at most as many attempts again
-            study.optimize(objective, n_trials=2 * remaining, catch=(Exception,),
+        if done < cfg.n_trials:  # failed trials are retried: at most as many attempts again
+            study.optimize(objective, n_trials=2 * (cfg.n_trials - done), catch=(Exception,),
                            callbacks=[MaxTrialsCallback(cfg.n_trials,
-                                                        states=(TrialState.COMPLETE,))],
-                           gc_after_trial=True, show_progress_bar=True)
+                                                        states=(TrialState.COMPLETE,)),
+                                      progress], gc_after_trial=True)
     except BaseException:
         if parent is not None:
             parent.end("KILLED")
         raise
+    finally:
+        bar.close()
     if parent is not None:
         done = complete(study)
         if done:

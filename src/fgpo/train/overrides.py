@@ -89,10 +89,10 @@ TUNED_HEADER = ("# Each method's tuned values (method -> dotted train path -> va
 
 
 def read_tuned(method: str, path: Path = TUNED_PARAMS) -> dict[str, Any]:
-    """The method's tuned values ({} when it was not tuned)."""
+    """The method's tuned values; {} when it was not tuned or there is no tuned file (a
+    project without `make tune`, e.g. a params file outside the repository)."""
     if not path.exists():
-        raise InputError("tuned-params file missing; restore the committed one "
-                         f"(git checkout {path}) or write one with `make tune`", file=str(path))
+        return {}
     raw = yaml.safe_load(path.read_text()) or {}
     if not isinstance(raw, dict) or not all(isinstance(v, dict) for v in raw.values()):
         raise InputError("expected method -> {dotted train path: value}", file=str(path))
