@@ -323,8 +323,8 @@ def tuning_section(tuning: list[dict[str, Any]], tune: dict[str, Any]) -> str:
     settings = ", ".join(tune.get("settings", []))
     lines = [f"Each method's own Optuna study (TPE, no pruning, so every trial spends the same): "
              f"{tune.get('epochs')} epochs of every train question of each tuning setting "
-             f"({settings}) per trial, seed 0, scored by the validation expected reward at the "
-             "best-validation checkpoint averaged over those settings. The chosen values "
+             f"({settings}) per trial with the first training seed, scored by the validation "
+             "expected reward at the best-validation checkpoint averaged over those settings. The chosen values "
              "(`tune/tuned.yaml`) are what every setting above trained with.", "",
              "| method | trials (complete) | question visits per trial | reward evaluations per "
              "trial (median) | best objective | chosen values |", "|---|---:|---:|---:|---:|---|"]
