@@ -6,7 +6,8 @@ whole default `dvc repro`, timed by `make run`; absent until a `make run` rebuil
 Committed inputs: reports/repro_time_baseline.json (the same timing of the code before the
 training engine) and reports/repro_time_engine.json (after it, under the same 60-step protocol),
 for the before/after rows; reports/bench_train_gpu.json (bench/gpu_check.py on a GPU, when one
-was at hand); reports/make_run_time.json (a fresh clone's whole `make run`, install included).
+was at hand); reports/make_run_time.json and reports/make_tune_time.json (a fresh clone's
+whole `make run` and `make tune`, install included).
 A bench script's result absent in this run keeps its value from the last reports/bench.json.
 """
 
@@ -152,6 +153,11 @@ def markdown(b: dict) -> str:
                      f"**{fresh['seconds'] / 60:.1f} min** on {fresh['cpus']} CPU(s), finished "
                      f"{fresh['finished']} (code {fresh['code']}; the limit is 30 min).")
         lines.append("")
+    tuned = b.get("make_tune")
+    if tuned:
+        lines += [f"A fresh clone's `make tune` ({tuned['how']}) took "
+                  f"**{tuned['seconds'] / 60:.1f} min** on {tuned['cpus']} CPU(s), finished "
+                  f"{tuned['finished']} (code {tuned['code']}; the limit is 60 min).", ""]
     if rep:
         lines.append(f"`dvc repro` ({rep['stale_stages']} stale stages, "
                      f"{rep['stale_train_stages']} of them training runs) took "
@@ -172,7 +178,8 @@ def main() -> None:
              "repro": load("repro_time.json"),
              "repro_baseline": load("repro_time_baseline.json"),
              "repro_engine": load("repro_time_engine.json"),
-             "make_run": load("make_run_time.json")}
+             "make_run": load("make_run_time.json"),
+             "make_tune": load("make_tune_time.json")}
     for key, value in previous.items():  # not measured in this run: the last measurement stays
         if bench.get(key) is None:
             bench[key] = value
