@@ -274,6 +274,9 @@ def test_render_summary_has_every_section(fixture_settings):
             "1 and significantly lower in 0 of 2 settings") in md
     assert "| 2.000x (2 × 4 / 4) |" in secs["Paper vs this run"]   # the schedule, by hand
     assert "> 32" in secs["Reward-evaluation budgets"]              # seed 1 censored
+    # the exact zero-signal measure's G (table stats: 8) and GRPO's own G (32 / 8 visits = 4)
+    assert "(exact for G = 8, at its checkpoint)" in secs["Paper vs this run"]
+    assert "(its own G = 4)" in secs["Paper vs this run"]
     assert "![A figure](figures/a.png)" in secs["Figures"]
     assert "the same, untuned hyperparameters" in secs["Why this run differs from the paper"]
     assert secs["Tuning"].startswith("Not tuned")

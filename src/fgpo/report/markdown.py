@@ -260,11 +260,12 @@ def paper_table(o: dict[str, Any]) -> str:
         lines.append(f"| GenomeQA tools per test question (greedy), GRPO -> FGPO | "
                      f"{PAPER['tools']} | {o['genomeqa/grpo/test/tools_per_question']:.2f} -> "
                      f"{o['genomeqa/fgpo/test/tools_per_question']:.2f} |")
-    lines.append(f"| zero-signal fraction (G = 8), uniform policy -> GRPO after training | "
+    lines.append(f"| zero-signal fraction, uniform policy -> GRPO after training | "
                  f"{PAPER['zero_signal']} | {100 * o['mean/zero_signal/uniform']:.2f}% -> "
-                 f"{100 * o['mean/zero_signal/grpo_trained']:.2f}% (exact, at its checkpoint); "
+                 f"{100 * o['mean/zero_signal/grpo_trained']:.2f}% (exact for G = "
+                 f"{o['zero_signal/group_size']:g}, at its checkpoint); "
                  f"{100 * o['mean/zero_signal/grpo_last_steps']:.2f}% observed in its last "
-                 "steps |")
+                 f"steps (its own G = {o['schedule/group_size']:g}) |")
     return "\n".join(lines)
 
 

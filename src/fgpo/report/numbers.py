@@ -245,6 +245,7 @@ def overall_numbers(rows: list[dict[str, Any]]) -> dict[str, Any]:
         out[f"count/{m}/fewer_tools_than_family_best"] = sum(
             r[f"{m}/test/tools_per_question"] < r["baseline/test/family_best_tools"]
             for r in rows)
+    out["zero_signal/group_size"] = rows[0]["zero_signal/group_size"]  # the exact measure's G
     out["mean/baseline/test/family_best_tools"] = float(np.mean(
         [r["baseline/test/family_best_tools"] for r in rows]))
     # the declared schedule is one for every setting; its ratio is reported once
