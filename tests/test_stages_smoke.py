@@ -136,7 +136,9 @@ def test_dvc_repro_is_incremental(tmp_path):
     # a changed tuned file (what `make tune` writes) makes every train stage, and only those
     # and the report, stale
     tuned = (work / "tune/tuned.yaml").read_text()
-    (work / "tune/tuned.yaml").write_text(tuned.replace("grpo: {}", "grpo:\n  beta: 0.02"))
+    values = yaml.safe_load(tuned)
+    values["grpo"] = {**(values.get("grpo") or {}), "beta": 0.0123}   # another choice
+    (work / "tune/tuned.yaml").write_text(yaml.safe_dump(values))
     stale = _dvc("status", cwd=work)
     reasoners = yaml.safe_load((work / "params.yaml").read_text())["reward_table"]["build"]
     for r in reasoners:
