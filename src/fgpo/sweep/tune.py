@@ -154,7 +154,7 @@ def trial_score(method: str, cfg: TrainConfig, data: dict[str, RunData], seed: i
         if log is not None:
             log({f"setting/{setting}/{k}": v for k, v in result.final.items()
                  if k.startswith(("val/", "checkpoint/"))}, i)
-    value = float(np.mean([per[k] for k in per]))
+    value = float(np.mean(list(per.values())))
     return value, {**per, **spent, OBJECTIVE: value}
 
 
