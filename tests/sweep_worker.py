@@ -1,18 +1,23 @@
-"""A sweep worker process for the tests: `python tests/sweep_worker.py BACKBONE STORAGE N [GRACE]`.
+"""A sweep worker process for the tests:
+`python tests/sweep_worker.py BACKBONE STORAGE N [GRACE] [hold]`.
 
 Runs `run_sweep` on the synthetic setting of test_training (tiny encoder, 3 families) so that
-several processes can share one study; MLflow goes where MLFLOW_TRACKING_URI points.
+several processes can share one study; MLflow goes where MLFLOW_TRACKING_URI points. With
+`hold`, the first trial blocks inside training until the process is killed, so a test that kills
+the worker mid-trial does not race a trial that takes only seconds.
 """
 
 from __future__ import annotations
 
 import sys
+import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
 
 from test_training import synthetic_data, tiny_cfg  # noqa: E402
 
+import fgpo.sweep.study  # noqa: E402
 from fgpo.sweep.study import SweepConfig, run_sweep  # noqa: E402
 
 # A small space and two-epoch trials on 24 questions: the worker's code paths in seconds per trial.
@@ -31,5 +36,10 @@ def sweep_config(grace: int = 120, **kw) -> SweepConfig:
 if __name__ == "__main__":
     backbone, storage, n = sys.argv[1], sys.argv[2], int(sys.argv[3])
     grace = int(sys.argv[4]) if len(sys.argv) > 4 else 120
+    if sys.argv[5:] == ["hold"]:
+        def _held(*args, **kwargs):  # the trial is RUNNING, its MLflow run open: wait for the kill
+            while True:
+                time.sleep(1)
+        fgpo.sweep.study.train_run = _held
     run_sweep("grpo", "synthetic", "synthetic", tiny_cfg(backbone), sweep_config(grace),
               synthetic_data(), n, storage, "grpo-synthetic")

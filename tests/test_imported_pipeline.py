@@ -92,6 +92,8 @@ def test_imported_collection_runs_through_dvc_repro_unchanged(tmp_path):
     shutil.copytree(REPO / "src", work / "src", ignore=shutil.ignore_patterns("__pycache__"))
     (work / "sweeps").mkdir()
     shutil.copy(REPO / "sweeps/best.yaml", work / "sweeps")
+    shutil.copytree(REPO / "tune", work / "tune",  # committed: the tuned values the train stage reads
+                    ignore=shutil.ignore_patterns("optuna.db*"))
     shutil.copy(REPO / ".gitignore", work / ".gitignore")
     shutil.copy(REPO / "README.md", work / "README.md")
     small_params(work)
