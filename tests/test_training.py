@@ -453,3 +453,42 @@ def test_the_selected_checkpoint_is_the_best_validation_point(tiny_backbone, met
     again = validate(last.policy, data.table, data.rows("val"), cfg.zero_signal_group_size)
     assert again["expected_reward"] == pytest.approx(points[-1]["val/expected_reward"],
                                                      abs=1e-6)
+
+
+def test_grpo_takes_one_policy_forward_per_step_and_the_same_loss_as_two(tiny_backbone):
+    """At a sampling step pi_old is pi_theta, so GRPO's sampling forward (with grad) also gives
+    that step's loss: mu = 2 costs 2 forwards per batch, not 3, and the loss (and its gradient)
+    equals the one from a second, separate forward of the same weights."""
+    from fgpo.train.grpo import grpo_loss
+    from fgpo.train.loop import reference_logp
+
+    data = synthetic_data()
+    cfg = tiny_cfg(tiny_backbone, grpo=GRPOConfig(group_size=4, inner_epochs=2))
+    policy = build_policy(cfg.policy, len(TOOLS), TOOLS, seed=0)
+    policy.prepare(data.questions)
+    policy.eval()
+    rewards = torch.tensor(data.table.reward, dtype=torch.float32)
+    est = ESTIMATORS["grpo"](cfg, cfg.grpo, rewards, 24, torch.Generator().manual_seed(1))
+    ref = reference_logp("uniform", policy, 8)
+    forwards = []
+    original = policy.log_probs
+    policy.log_probs = lambda idx: forwards.append(len(idx)) or original(idx)
+    rows = iter([torch.arange(8), torch.arange(8, 16)])
+
+    batch = est.collect(0, policy, lambda: next(rows))
+    loss, logp, _ = est.loss(policy, batch, ref)
+    assert forwards == [8]  # the sampling forward served the loss
+    # the independent truth: the loss from a fresh forward of the same weights
+    fresh = torch.log_softmax(original(batch.idx) / cfg.grpo.temperature, -1)
+    truth, _ = grpo_loss(fresh.gather(1, batch.masks), batch.logp_old,
+                         torch.full_like(batch.logp_old, -np.log(8)),
+                         rewards[batch.idx].gather(1, batch.masks), cfg.grpo.clip_eps,
+                         cfg.beta, cfg.eps)
+    torch.testing.assert_close(loss, truth, rtol=0, atol=1e-7)
+    loss.backward()  # the reused forward carries the graph to the LoRA weights and the head
+    assert all(p.grad is not None for p in policy.trainable_parameters())
+    assert est.collect(1, policy, lambda: next(rows)) is batch  # the second inner step
+    est.loss(policy, batch, ref)
+    assert forwards == [8, 8]  # weights may have moved: a new forward
+    est.collect(2, policy, lambda: next(rows))
+    assert forwards == [8, 8, 8]

@@ -106,6 +106,7 @@ class GRPO:
         self.cfg, self.own, self.rewards, self.generator = cfg, own, rewards, generator
         self.steps_per_batch = own.inner_epochs  # mu steps on each rollout batch
         self.groups: Groups | None = None
+        self.logp_at_sampling: torch.Tensor | None = None  # pi_theta's log-probs, with grad
         self.evals = 0                 # every lookup = one reasoner call
         self.cells: set[int] = set()   # row * 2^K + mask of each distinct lookup
 
@@ -113,9 +114,10 @@ class GRPO:
         g = self.own
         if step % g.inner_epochs == 0 or self.groups is None:  # sample a new batch of groups
             idx = next_batch()
-            with torch.no_grad():
-                masks, old = sample_groups(policy.log_probs(idx), g.group_size, g.temperature,
-                                           self.generator)
+            # pi_old is pi_theta now: this forward also serves the step's loss (one pass, not two)
+            self.logp_at_sampling = policy.log_probs(idx)
+            masks, old = sample_groups(self.logp_at_sampling, g.group_size, g.temperature,
+                                       self.generator)
             self.groups = Groups(idx, masks, old.gather(1, masks))
             self.evals += masks.numel()
             self.cells.update((idx[:, None].cpu() * self.rewards.shape[1]
@@ -125,7 +127,9 @@ class GRPO:
     def loss(self, policy: Policy, batch: Groups, ref_logp: RefLogp
              ) -> tuple[torch.Tensor, torch.Tensor, dict[str, torch.Tensor]]:
         cfg, g, idx, masks = self.cfg, self.own, batch.idx, batch.masks
-        logp = policy.log_probs(idx)
+        logp, self.logp_at_sampling = self.logp_at_sampling, None  # valid for one step only
+        if logp is None:  # a later inner step: the weights have moved since the sampling
+            logp = policy.log_probs(idx)
         tempered = torch.log_softmax(logp / g.temperature, dim=-1)  # pi_theta at T
         ref_tempered = torch.log_softmax(ref_logp(idx) / g.temperature, dim=-1)
         loss, stats = grpo_loss(tempered.gather(1, masks), batch.logp_old,
