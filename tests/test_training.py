@@ -122,7 +122,7 @@ def test_both_trainers_converge_to_each_familys_best_subset(tiny_backbone, metho
         assert result.final["budget/reward_evals"] == 24 * 8  # the train split's table cells
 
 
-@pytest.mark.parametrize("method", ["fgpo", "grpo"])
+@pytest.mark.parametrize("method", list(ESTIMATORS))  # every registered estimator
 def test_seeded_runs_reproduce_bit_for_bit(tiny_backbone, method):
     data, cfg = synthetic_data(), tiny_cfg(tiny_backbone, epochs=2)
     a = train_run(method, cfg, data, seed=3, progress=False)
@@ -150,7 +150,7 @@ class _Interrupt:
         pass
 
 
-@pytest.mark.parametrize("method", ["fgpo", "grpo"])
+@pytest.mark.parametrize("method", list(ESTIMATORS))  # every registered estimator
 def test_resumed_run_ends_identical_to_an_uninterrupted_one(tiny_backbone, tmp_path, method):
     data, cfg = synthetic_data(), tiny_cfg(tiny_backbone, epochs=4, checkpoint_every=5)
     whole = train_run(method, cfg, data, seed=1, progress=False)

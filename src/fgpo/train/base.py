@@ -38,6 +38,9 @@ class Estimator(Protocol):
     """Its name in `train.methods`, the registry, metrics paths and MLflow tags."""
     Config: ClassVar[type]
     """Its settings: a dataclass loaded from `train.<name>:` (validated in __post_init__)."""
+    tuned_from: ClassVar[str | None]
+    """The estimator whose tuned values (tune/tuned.yaml) it starts from when it has none of
+    its own, e.g. "grpo" for a GRPO variant; None: params.yaml's values."""
     steps_per_batch: int
     """Optimiser steps it takes on each batch of questions it draws (1, or e.g. GRPO's mu):
     the loop's schedule (fgpo.train.schedule) gives every method the same question visits."""

@@ -67,6 +67,7 @@ class FGPO:
     name = "fgpo"
     Config = FGPOConfig
     steps_per_batch = 1
+    tuned_from: str | None = None  # an untuned estimator starts from this one's tuned values
 
     def __init__(self, cfg: TrainSettings, own: FGPOConfig, rewards: torch.Tensor, n_train: int,
                  generator: torch.Generator) -> None:

@@ -18,7 +18,7 @@ and pays one reward evaluation per sampled subset.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import torch
 
@@ -42,16 +42,41 @@ class GRPOConfig:
     """mu: optimiser steps per sampled batch (the PPO/GRPO inner loop)."""
     temperature: float = 1.0
     """Sampling temperature; pi_theta and pi_old are compared at the same temperature."""
+    section: ClassVar[str] = "grpo"  # its params.yaml section, for the error messages
 
     def __post_init__(self) -> None:
-        check_number(self.group_size, "train.grpo.group_size", "GRPO needs at least two "
-                     "samples per group (a group of one has no std), e.g. 8", ge=2, integer=True)
-        check_number(self.clip_eps, "train.grpo.clip_eps", "set a positive PPO clip range, "
+        at = f"train.{self.section}"
+        check_number(self.group_size, f"{at}.group_size", "a sampled estimator needs at least "
+                     "two samples per group (a group of one has no baseline), e.g. 8", ge=2,
+                     integer=True)
+        check_number(self.clip_eps, f"{at}.clip_eps", "set a positive PPO clip range, "
                      "e.g. 0.2", gt=0)
-        check_number(self.inner_epochs, "train.grpo.inner_epochs", "set the optimiser steps "
+        check_number(self.inner_epochs, f"{at}.inner_epochs", "set the optimiser steps "
                      "per sampled batch, e.g. 2", ge=1, integer=True)
-        check_number(self.temperature, "train.grpo.temperature", "set a positive sampling "
+        check_number(self.temperature, f"{at}.temperature", "set a positive sampling "
                      "temperature, e.g. 1.0", gt=0)
+
+
+def clipped_surrogate(logp_new: torch.Tensor, logp_old: torch.Tensor, ref_logp: torch.Tensor,
+                      adv: torch.Tensor, clip_eps: float, beta: float
+                      ) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+    """PPO's clipped ratio objective with Schulman's k3 KL, shared by every sampled estimator
+    (they differ only in the advantage). All inputs [B, G]: log-probs of the sampled subsets
+    under pi_theta, pi_old, pi_ref, and their advantages. Returns (loss, stats)."""
+    ratio = (logp_new - logp_old.detach()).exp()
+    unclipped = ratio * adv
+    clipped = ratio.clamp(1 - clip_eps, 1 + clip_eps) * adv
+    policy_term = -torch.min(unclipped, clipped)
+    log_ref_ratio = ref_logp - logp_new
+    k3 = log_ref_ratio.exp() - log_ref_ratio - 1                 # >= 0, unbiased for KL
+    loss = (policy_term + beta * k3).mean()
+    stats = {"k3": k3.mean(), "clip_frac": ((ratio - 1).abs() > clip_eps).float().mean()}
+    return loss, {k: v.detach() for k, v in stats.items()}
+
+
+def zero_signal_frac(rewards: torch.Tensor) -> torch.Tensor:
+    """Fraction of groups [B, G] whose G rewards are all equal (no signal for any baseline)."""
+    return (rewards.amax(-1) == rewards.amin(-1)).float().mean()
 
 
 def grpo_loss(logp_new: torch.Tensor, logp_old: torch.Tensor, ref_logp: torch.Tensor,
@@ -62,17 +87,8 @@ def grpo_loss(logp_new: torch.Tensor, logp_old: torch.Tensor, ref_logp: torch.Te
     mean = rewards.mean(-1, keepdim=True)
     std = rewards.std(-1, keepdim=True)                          # unbiased, as in TRL
     adv = (rewards - mean) / (std + eps)
-    ratio = (logp_new - logp_old.detach()).exp()
-    unclipped = ratio * adv
-    clipped = ratio.clamp(1 - clip_eps, 1 + clip_eps) * adv
-    policy_term = -torch.min(unclipped, clipped)
-    log_ref_ratio = ref_logp - logp_new
-    k3 = log_ref_ratio.exp() - log_ref_ratio - 1                 # >= 0, unbiased for KL
-    loss = (policy_term + beta * k3).mean()
-    zero_signal = rewards.amax(-1) == rewards.amin(-1)           # all G rewards equal
-    stats = {"zero_signal_frac": zero_signal.float().mean(), "k3": k3.mean(),
-             "clip_frac": ((ratio - 1).abs() > clip_eps).float().mean()}
-    return loss, {k: v.detach() for k, v in stats.items()}
+    loss, stats = clipped_surrogate(logp_new, logp_old, ref_logp, adv, clip_eps, beta)
+    return loss, {**stats, "zero_signal_frac": zero_signal_frac(rewards)}
 
 
 def sample_groups(logp: torch.Tensor, group_size: int, temperature: float,
@@ -96,10 +112,13 @@ class Groups(Batch):
 
 @register
 class GRPO:
-    """Sample groups every mu steps; each step, the clipped loss at the sampling temperature."""
+    """Sample groups every mu steps; each step, the clipped loss at the sampling temperature.
+    The sampled estimators of the ablation (Dr. GRPO, RLOO, DAPO's dynamic sampling) are
+    subclasses that change `objective` (the advantage) or `draw` (which subsets are paid for)."""
 
     name = "grpo"
     Config = GRPOConfig
+    tuned_from: str | None = None  # an untuned estimator starts from this one's tuned values
 
     def __init__(self, cfg: TrainSettings, own: GRPOConfig, rewards: torch.Tensor, n_train: int,
                  generator: torch.Generator) -> None:
@@ -111,30 +130,45 @@ class GRPO:
         self.cells: set[int] = set()   # row * 2^K + mask of each distinct lookup
 
     def collect(self, step: int, policy: Policy, next_batch: NextBatch) -> Groups:
-        g = self.own
-        if step % g.inner_epochs == 0 or self.groups is None:  # sample a new batch of groups
+        if step % self.own.inner_epochs == 0 or self.groups is None:  # a new batch of groups
             idx = next_batch()
             # pi_old is pi_theta now: this forward also serves the step's loss (one pass, not two)
             self.logp_at_sampling = policy.log_probs(idx)
-            masks, old = sample_groups(self.logp_at_sampling, g.group_size, g.temperature,
-                                       self.generator)
+            masks, old = self.draw(idx, self.logp_at_sampling)
             self.groups = Groups(idx, masks, old.gather(1, masks))
-            self.evals += masks.numel()
-            self.cells.update((idx[:, None].cpu() * self.rewards.shape[1]
-                               + masks.cpu()).flatten().tolist())
         return self.groups
+
+    def draw(self, idx: torch.Tensor, logp: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """G subsets per question from pi_old at the temperature, each paid for; returns
+        (masks [B, G], the tempered log-probs [B, 2^K])."""
+        masks, tempered = sample_groups(logp, self.own.group_size, self.own.temperature,
+                                        self.generator)
+        self.pay(idx, masks)
+        return masks, tempered
+
+    def pay(self, idx: torch.Tensor, masks: torch.Tensor) -> None:
+        """Count the reward lookups of `masks` [B, G] on the rows `idx` [B]."""
+        self.evals += masks.numel()
+        self.cells.update((idx[:, None].cpu() * self.rewards.shape[1]
+                           + masks.cpu()).flatten().tolist())
+
+    def objective(self, logp_new: torch.Tensor, logp_old: torch.Tensor, ref_logp: torch.Tensor,
+                  rewards: torch.Tensor) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+        """The loss on the sampled subsets (all [B, G]); GRPO: the group-normalised one."""
+        return grpo_loss(logp_new, logp_old, ref_logp, rewards, self.own.clip_eps,
+                         self.cfg.beta, self.cfg.eps)
 
     def loss(self, policy: Policy, batch: Groups, ref_logp: RefLogp
              ) -> tuple[torch.Tensor, torch.Tensor, dict[str, torch.Tensor]]:
-        cfg, g, idx, masks = self.cfg, self.own, batch.idx, batch.masks
+        g, idx, masks = self.own, batch.idx, batch.masks
         logp, self.logp_at_sampling = self.logp_at_sampling, None  # valid for one step only
         if logp is None:  # a later inner step: the weights have moved since the sampling
             logp = policy.log_probs(idx)
         tempered = torch.log_softmax(logp / g.temperature, dim=-1)  # pi_theta at T
         ref_tempered = torch.log_softmax(ref_logp(idx) / g.temperature, dim=-1)
-        loss, stats = grpo_loss(tempered.gather(1, masks), batch.logp_old,
-                                ref_tempered.gather(1, masks), self.rewards[idx].gather(1, masks),
-                                g.clip_eps, cfg.beta, cfg.eps)
+        loss, stats = self.objective(tempered.gather(1, masks), batch.logp_old,
+                                     ref_tempered.gather(1, masks),
+                                     self.rewards[idx].gather(1, masks))
         return loss, logp, stats
 
     @property
