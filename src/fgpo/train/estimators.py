@@ -12,6 +12,7 @@ from __future__ import annotations
 # isort: off (the registry's order is the order of these lines: the default train.methods)
 import fgpo.train.fgpo  # noqa: F401  FGPO: exact expectation over all 2^K subsets, from the table
 import fgpo.train.grpo  # noqa: F401  GRPO: G sampled subsets per question, group-normalised
+import fgpo.train.dr_grpo  # noqa: F401  Dr. GRPO: GRPO without the std division
 # isort: on
 
 from fgpo.train.base import ESTIMATORS  # noqa: E402,F401

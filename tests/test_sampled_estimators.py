@@ -1,0 +1,123 @@
+"""Tier 1-2 for the ablation's estimators (dr_grpo, rloo, dapo_ds, fgpo_std): their losses by
+hand, and their expected gradients against independent truths: brute-force enumeration of every
+possible group (small G, exact) and many-sample estimates (large G)."""
+
+from __future__ import annotations
+
+import itertools
+import math
+
+import pytest
+import torch
+
+from fgpo.train.dr_grpo import dr_grpo_loss
+from fgpo.train.fgpo import fgpo_loss
+from fgpo.train.grpo import grpo_loss, sample_groups
+
+
+@pytest.fixture(autouse=True)
+def float64():
+    old = torch.get_default_dtype()
+    torch.set_default_dtype(torch.float64)
+    yield
+    torch.set_default_dtype(old)
+
+
+def _uniform(b: int, s: int) -> torch.Tensor:
+    return torch.full((b, s), -math.log(s))
+
+
+# the GRPO by-hand case of test_losses: rewards [1, 0, 0, 1], ratios [1.5, .5, 1, 1], clip 0.2
+F64 = {"dtype": torch.float64}
+REWARDS = torch.tensor([[1.0, 0.0, 0.0, 1.0]], **F64)
+OLD = torch.log(torch.tensor([[0.2, 0.2, 0.2, 0.2]], **F64))
+NEW = torch.log(torch.tensor([[0.3, 0.1, 0.2, 0.2]], **F64))
+
+
+def _hand(a: float) -> float:
+    """Per sample -min(rho A, clip(rho) A) with advantages [+a, -a, -a, +a]:
+    [-1.2a, +0.8a, +a, -a], mean -0.1a."""
+    return -0.1 * a
+
+
+@pytest.mark.parametrize("loss_fn, a", [
+    (dr_grpo_loss, 0.5),          # r - mean: +-0.5, no std
+])
+def test_sampled_losses_by_hand(loss_fn, a):
+    loss, stats = loss_fn(NEW, OLD, OLD, REWARDS, clip_eps=0.2, beta=0.0)
+    assert loss.item() == pytest.approx(_hand(a), abs=1e-12)
+    assert stats["clip_frac"].item() == 0.5 and stats["zero_signal_frac"].item() == 0.0
+
+
+def test_a_tool_cost_tie_is_a_unit_advantage_for_grpo_and_a_cost_size_one_for_dr_grpo():
+    """The mechanism the ablation measures: a group whose correctness ties (all right) but whose
+    tool counts differ. GRPO's std turns the 0.01 cost into +-0.87; Dr. GRPO keeps it +-0.005."""
+    r = torch.tensor([[1.0, 0.99, 1.0, 0.99]])             # correct, 0 or 1 tool at cost 0.01
+    lp = torch.log(torch.full((1, 4), 0.25)).requires_grad_(True)
+    grads = {}
+    for name, fn in (("grpo", grpo_loss), ("dr_grpo", dr_grpo_loss)):
+        kw = {"eps": 0.0} if fn is grpo_loss else {}
+        loss, _ = fn(lp, lp.detach(), lp.detach(), r, 0.2, 0.0, **kw)
+        (grads[name],) = torch.autograd.grad(loss, lp)
+    # d loss / d logp_i = -A_i / G at rho = 1
+    a_grpo = 0.005 / math.sqrt(4 * 0.005 ** 2 / 3)
+    torch.testing.assert_close(grads["grpo"], -torch.tensor([[a_grpo, -a_grpo] * 2]) / 4)
+    torch.testing.assert_close(grads["dr_grpo"], -torch.tensor([[0.005, -0.005] * 2]) / 4)
+
+
+# ---- expected gradients by enumerating every group ---------------------------------------------
+def _enumerated_gradient(loss_fn, theta: torch.Tensor, r: torch.Tensor, G: int,
+                         weight=None) -> torch.Tensor:
+    """sum over every ordered group (S_1..S_G) of P(group) x the on-policy loss's gradient,
+    for one question: theta, r [1, 2^K]. `weight(groups, p)` replaces P(group) if given."""
+    theta = theta.detach().requires_grad_(True)
+    logp = torch.log_softmax(theta, -1)
+    n = r.shape[1]
+    groups = torch.tensor(list(itertools.product(range(n), repeat=G)))      # [n^G, G]
+    p = logp.detach().exp()[0]
+    w = p[groups].prod(-1) if weight is None else weight(groups, p)
+    total = 0.0
+    for g, wi in zip(groups, w):
+        lp = logp.gather(1, g[None])
+        loss, _ = loss_fn(lp, lp.detach(), lp.detach(), r.gather(1, g[None]), 0.2, 0.0)
+        total = total + wi * loss
+    (grad,) = torch.autograd.grad(total, theta)
+    return grad
+
+
+def _exact_gradient(theta: torch.Tensor, r: torch.Tensor, normalize_std: bool = False
+                    ) -> torch.Tensor:
+    theta = theta.detach().requires_grad_(True)
+    loss, _ = fgpo_loss(torch.log_softmax(theta, -1), _uniform(*r.shape), r, beta=0.0,
+                        normalize_std=normalize_std, eps=0.0)
+    return torch.autograd.grad(loss, theta)[0]
+
+
+THETA = torch.tensor([[0.3, -0.5, 1.1, 0.0]], **F64)
+R = torch.tensor([[0.9, 0.2, 0.6, 0.0]], **F64)
+
+
+@pytest.mark.parametrize("G", [2, 3])
+def test_dr_grpo_shrinks_the_exact_gradient_by_G_minus_1_over_G(G):
+    """Enumerating all 4^G groups: Dr. GRPO's in-group mean includes r_i, so its expected
+    gradient is (G-1)/G of the exact policy gradient (FGPO's)."""
+    exact = _exact_gradient(THETA, R)
+    torch.testing.assert_close(_enumerated_gradient(dr_grpo_loss, THETA, R, G),
+                               exact * (G - 1) / G)
+
+
+@pytest.mark.parametrize("loss_fn", [dr_grpo_loss])
+def test_many_sample_estimates_converge_to_the_exact_unnormalised_gradient(loss_fn):
+    gen = torch.Generator().manual_seed(0)
+    theta, r = torch.randn(2, 8, generator=gen), torch.rand(2, 8, generator=gen)
+    exact = _exact_gradient(theta, r)
+    theta.requires_grad_(True)
+    estimate = torch.zeros_like(theta)
+    n_groups, G = 30, 2000
+    for _ in range(n_groups):
+        logp = torch.log_softmax(theta, -1)
+        masks, _ = sample_groups(logp, G, 1.0, gen)
+        lp = logp.gather(1, masks)
+        loss, _ = loss_fn(lp, lp.detach(), lp.detach(), r.gather(1, masks), 0.2, 0.0)
+        estimate += torch.autograd.grad(loss, theta)[0] / n_groups
+    assert (estimate - exact).norm() / exact.norm() < 0.05
