@@ -13,6 +13,7 @@ import torch
 from fgpo.train.dr_grpo import dr_grpo_loss
 from fgpo.train.fgpo import fgpo_loss
 from fgpo.train.grpo import grpo_loss, sample_groups
+from fgpo.train.rloo import rloo_loss
 
 
 @pytest.fixture(autouse=True)
@@ -42,6 +43,7 @@ def _hand(a: float) -> float:
 
 @pytest.mark.parametrize("loss_fn, a", [
     (dr_grpo_loss, 0.5),          # r - mean: +-0.5, no std
+    (rloo_loss, 2 / 3),           # r_0 - (0 + 0 + 1)/3 = 2/3; r_1 - (1 + 0 + 1)/3 = -2/3
 ])
 def test_sampled_losses_by_hand(loss_fn, a):
     loss, stats = loss_fn(NEW, OLD, OLD, REWARDS, clip_eps=0.2, beta=0.0)
@@ -98,15 +100,16 @@ R = torch.tensor([[0.9, 0.2, 0.6, 0.0]], **F64)
 
 
 @pytest.mark.parametrize("G", [2, 3])
-def test_dr_grpo_shrinks_the_exact_gradient_by_G_minus_1_over_G(G):
-    """Enumerating all 4^G groups: Dr. GRPO's in-group mean includes r_i, so its expected
-    gradient is (G-1)/G of the exact policy gradient (FGPO's)."""
+def test_rloo_is_unbiased_for_every_G_and_dr_grpo_shrinks_by_G_minus_1_over_G(G):
+    """Enumerating all 4^G groups: RLOO's expected gradient is the exact policy gradient
+    (FGPO's) at any G; Dr. GRPO's in-group mean includes r_i, so it is (G-1)/G of it."""
     exact = _exact_gradient(THETA, R)
+    torch.testing.assert_close(_enumerated_gradient(rloo_loss, THETA, R, G), exact)
     torch.testing.assert_close(_enumerated_gradient(dr_grpo_loss, THETA, R, G),
                                exact * (G - 1) / G)
 
 
-@pytest.mark.parametrize("loss_fn", [dr_grpo_loss])
+@pytest.mark.parametrize("loss_fn", [dr_grpo_loss, rloo_loss])
 def test_many_sample_estimates_converge_to_the_exact_unnormalised_gradient(loss_fn):
     gen = torch.Generator().manual_seed(0)
     theta, r = torch.randn(2, 8, generator=gen), torch.rand(2, 8, generator=gen)
