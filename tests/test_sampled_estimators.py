@@ -10,9 +10,11 @@ import math
 import pytest
 import torch
 
+from fgpo.train.config import TrainConfig
+from fgpo.train.dapo_ds import DAPODS, DAPODSConfig
 from fgpo.train.dr_grpo import dr_grpo_loss
 from fgpo.train.fgpo import fgpo_loss
-from fgpo.train.grpo import grpo_loss, sample_groups
+from fgpo.train.grpo import GRPO, GRPOConfig, grpo_loss, sample_groups
 from fgpo.train.rloo import rloo_loss
 
 
@@ -124,3 +126,67 @@ def test_many_sample_estimates_converge_to_the_exact_unnormalised_gradient(loss_
         loss, _ = loss_fn(lp, lp.detach(), lp.detach(), r.gather(1, masks), 0.2, 0.0)
         estimate += torch.autograd.grad(loss, theta)[0] / n_groups
     assert (estimate - exact).norm() / exact.norm() < 0.05
+
+
+# ---- DAPO's dynamic sampling ---------------------------------------------------------------------
+def _dapo(rewards: torch.Tensor, cap: int, G: int, seed: int = 0) -> DAPODS:
+    cfg = TrainConfig(beta=0.0)
+    own = DAPODSConfig(group_size=G, max_resamples=cap, temperature=1.0)
+    return DAPODS(cfg, own, rewards, len(rewards), torch.Generator().manual_seed(seed))
+
+
+def test_dynamic_sampling_redraws_constant_groups_and_pays_for_every_draw():
+    """Row 0: every subset rewarded alike (always constant: redrawn `cap` times, then kept);
+    row 1: only subset 3 rewarded. Every draw costs G evaluations; cap 0 is GRPO's draw."""
+    rewards = torch.tensor([[1.0, 1.0, 1.0, 1.0], [0.0, 0.0, 0.0, 1.0]])
+    logp = torch.log(torch.tensor([[0.25] * 4, [0.3, 0.3, 0.3, 0.1]])).repeat(50, 1)
+    idx = torch.tensor([0, 1]).repeat(50)
+    G, cap = 3, 4
+    est = _dapo(rewards, cap, G)
+    masks, _ = est.draw(idx, logp)
+    r = rewards[idx].gather(1, masks)
+    constant = r.amax(-1) == r.amin(-1)
+    assert constant[idx == 0].all()            # no draw can help: cap redraws, then kept
+    # row 1 stays constant only if all 1 + cap draws missed subset 3: (0.9^3)^5 = 0.21
+    assert 0 < constant[idx == 1].float().mean() < 0.45
+    assert est.evals == G * (len(idx) + est.redrawn)
+    assert est.redrawn >= 50 * cap             # row 0's groups alone
+    plain = GRPO(TrainConfig(beta=0.0), GRPOConfig(group_size=G), rewards, 2,
+                 torch.Generator().manual_seed(0))
+    none = _dapo(rewards, 0, G)
+    torch.testing.assert_close(none.draw(idx, logp)[0], plain.draw(idx, logp)[0])
+    assert none.evals == plain.evals == G * len(idx) and none.redrawn == 0
+
+
+def test_dynamic_sampling_expected_gradient_equals_enumeration_of_its_draw_law():
+    """The law of the group DAPO trains on, by hand: a non-constant group t is the first
+    non-constant draw, P(t) sum_{k<=cap} P(c)^k; a constant one survives every draw,
+    P(t) P(c)^cap (P(c): a draw is constant). Its expected GRPO gradient, enumerated over all
+    4^G groups, equals the mean gradient of many DAPO draws."""
+    G, cap = 3, 2
+    r = torch.tensor([[1.0, 0.0, 0.0, 1.0]])                 # ties are frequent at G = 3
+    theta = torch.tensor([[1.2, 0.1, -0.4, -0.9]])
+
+    def law(groups, p):
+        pt = p[groups].prod(-1)
+        rg = r[0][groups]
+        const = rg.amax(-1) == rg.amin(-1)
+        pc = pt[const].sum()
+        return torch.where(const, pt * pc ** cap, pt * sum(pc ** k for k in range(cap + 1)))
+
+    def grpo(lp, old, ref, rw, clip, beta):
+        return grpo_loss(lp, old, ref, rw, clip, beta, eps=1e-6)
+
+    truth = _enumerated_gradient(grpo, theta, r, G, weight=law)
+    n = 200_000
+    est = _dapo(r, cap, G, seed=3)
+    th = theta.clone().requires_grad_(True)
+    logp = torch.log_softmax(th, -1).expand(n, -1)
+    masks, _ = est.draw(torch.zeros(n, dtype=torch.long), logp)
+    lp = logp.gather(1, masks)
+    loss, _ = grpo(lp, lp.detach(), lp.detach(), r[0][masks], 0.2, 0.0)
+    (mc,) = torch.autograd.grad(loss, th)
+    assert (mc - truth).norm() / truth.norm() < 0.03
+    # and the redraws matter: plain GRPO's expected gradient is another one
+    plain = _enumerated_gradient(grpo, theta, r, G)
+    assert (plain - truth).norm() / truth.norm() > 0.1

@@ -14,6 +14,7 @@ import fgpo.train.fgpo  # noqa: F401  FGPO: exact expectation over all 2^K subse
 import fgpo.train.grpo  # noqa: F401  GRPO: G sampled subsets per question, group-normalised
 import fgpo.train.dr_grpo  # noqa: F401  Dr. GRPO: GRPO without the std division
 import fgpo.train.rloo  # noqa: F401  RLOO: GRPO's sampling, a leave-one-out baseline
+import fgpo.train.dapo_ds  # noqa: F401  GRPO with DAPO's dynamic sampling (constant groups redrawn)
 # isort: on
 
 from fgpo.train.base import ESTIMATORS  # noqa: E402,F401
