@@ -13,6 +13,7 @@ import torch
 from fgpo.train.config import TrainConfig
 from fgpo.train.dapo_ds import DAPODS, DAPODSConfig
 from fgpo.train.dr_grpo import dr_grpo_loss
+from fgpo.train.estimators import ESTIMATORS
 from fgpo.train.fgpo import fgpo_loss
 from fgpo.train.grpo import GRPO, GRPOConfig, grpo_loss, sample_groups
 from fgpo.train.rloo import rloo_loss
@@ -190,3 +191,36 @@ def test_dynamic_sampling_expected_gradient_equals_enumeration_of_its_draw_law()
     # and the redraws matter: plain GRPO's expected gradient is another one
     plain = _enumerated_gradient(grpo, theta, r, G)
     assert (plain - truth).norm() / truth.norm() > 0.1
+
+
+# ---- FGPO with the exact std ---------------------------------------------------------------------
+def test_fgpo_std_is_fgpo_with_the_exact_std():
+    """The named estimator computes fgpo_loss(normalize_std=True) on the policy's log-probs."""
+
+    class Fixed(torch.nn.Module):
+        def __init__(self, theta):
+            super().__init__()
+            self.theta = torch.nn.Parameter(theta)
+
+        def log_probs(self, idx):
+            return torch.log_softmax(self.theta[idx], -1)
+
+    gen = torch.Generator().manual_seed(5)
+    theta, r = torch.randn(3, 8, generator=gen), torch.rand(3, 8, generator=gen)
+    cfg = TrainConfig(beta=0.0, eps=1e-6)
+    est = ESTIMATORS["fgpo_std"](cfg, cfg.fgpo_std, r, 3, gen)
+    policy = Fixed(theta.clone())
+    idx = torch.arange(3)
+    loss, _, _ = est.loss(policy, est.collect(0, policy, lambda: idx),
+                          lambda i: _uniform(len(i), 8))
+    (got,) = torch.autograd.grad(loss, policy.theta)
+    torch.testing.assert_close(got, _exact_gradient(theta, r, normalize_std=True), atol=1e-9,
+                               rtol=1e-5)  # eps 1e-6 vs 0
+    assert (got - _exact_gradient(theta, r)).norm() > 0.1 * got.norm()  # the std matters
+    assert est.reward_evals == 3 * 8         # the whole train table, as FGPO
+
+
+def test_every_estimator_names_its_tuned_relative():
+    assert {n: e.tuned_from for n, e in ESTIMATORS.items()} == {
+        "fgpo": None, "grpo": None, "dr_grpo": "grpo", "rloo": "grpo", "dapo_ds": "grpo",
+        "fgpo_std": "fgpo"}

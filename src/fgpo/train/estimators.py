@@ -15,6 +15,7 @@ import fgpo.train.grpo  # noqa: F401  GRPO: G sampled subsets per question, grou
 import fgpo.train.dr_grpo  # noqa: F401  Dr. GRPO: GRPO without the std division
 import fgpo.train.rloo  # noqa: F401  RLOO: GRPO's sampling, a leave-one-out baseline
 import fgpo.train.dapo_ds  # noqa: F401  GRPO with DAPO's dynamic sampling (constant groups redrawn)
+import fgpo.train.fgpo_std  # noqa: F401  FGPO with the exact std normalisation
 # isort: on
 
 from fgpo.train.base import ESTIMATORS  # noqa: E402,F401
