@@ -133,6 +133,30 @@ def test_tuned_values_reach_the_train_config(tmp_path):
         read_tuned("fgpo", tmp_path / "bad.yaml")
 
 
+def test_an_untuned_estimator_starts_from_its_tuned_relative(tmp_path):
+    """dr_grpo has no study of its own: it takes GRPO's values, GRPO's section renamed to its
+    own; a value of its own wins; fgpo_std has FGPO's shared values (no section to rename)."""
+    from fgpo.stages.train import method_config
+    from fgpo.train.config import TrainConfig
+    from fgpo.train.overrides import tuned_source
+    tuned = tmp_path / "tuned.yaml"
+    write_tuned({"grpo": {"learning_rate": 0.004, "grpo.group_size": 4, "grpo.clip_eps": 0.1},
+                 "fgpo": {"beta": 0.03}}, tuned)
+    assert read_tuned("dr_grpo", tuned) == {"learning_rate": 0.004, "dr_grpo.group_size": 4,
+                                            "dr_grpo.clip_eps": 0.1}
+    dr, _ = method_config(TrainConfig(), "dr_grpo", "r", "b", REPO / "params.yaml", tuned)
+    assert (dr.learning_rate, dr.dr_grpo.group_size, dr.dr_grpo.clip_eps) == (0.004, 4, 0.1)
+    assert dr.grpo == TrainConfig().grpo          # GRPO's own section is not touched
+    assert read_tuned("fgpo_std", tuned) == {"beta": 0.03}
+    assert [tuned_source(m, tuned) for m in ("grpo", "dr_grpo", "fgpo_std")] == [
+        "tuned", "from grpo", "from fgpo"]
+    write_tuned({"grpo": {"learning_rate": 0.004}, "dr_grpo": {"learning_rate": 0.002}}, tuned)
+    assert read_tuned("dr_grpo", tuned) == {"learning_rate": 0.002}
+    assert tuned_source("dr_grpo", tuned) == "tuned"
+    write_tuned({}, tuned)
+    assert read_tuned("rloo", tuned) == {} and tuned_source("rloo", tuned) == "untuned"
+
+
 def test_the_committed_tuned_file_is_a_params_file_of_train():
     from fgpo.train.overrides import TUNED_PARAMS
     stages = yaml.safe_load((REPO / "dvc.yaml").read_text())["stages"]

@@ -7,7 +7,7 @@ as a params file of the train stage, so DVC sees when a sweep changed what train
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import fields, replace
 from pathlib import Path
 from typing import Any
 
@@ -88,15 +88,44 @@ TUNED_HEADER = ("# Each method's tuned values (method -> dotted train path -> va
                 "file of `train`); {} = untuned.\n")
 
 
-def read_tuned(method: str, path: Path = TUNED_PARAMS) -> dict[str, Any]:
-    """The method's tuned values; {} when it was not tuned or there is no tuned file (a
-    project without `make tune`, e.g. a params file outside the repository)."""
+def _tuned_file(path: Path) -> dict[str, dict[str, Any]]:
     if not path.exists():
         return {}
     raw = yaml.safe_load(path.read_text()) or {}
     if not isinstance(raw, dict) or not all(isinstance(v, dict) for v in raw.values()):
         raise InputError("expected method -> {dotted train path: value}", file=str(path))
-    return dict(raw.get(method) or {})
+    return raw
+
+
+def tuned_source(method: str, path: Path = TUNED_PARAMS) -> str:
+    """Where the method's values come from: 'tuned' (its own study), 'from <relative>' (an
+    untuned estimator starting from its nearest tuned relative, `tuned_from`), or 'untuned'."""
+    raw = _tuned_file(path)
+    if raw.get(method):
+        return "tuned"
+    relative = getattr(ESTIMATORS.get(method), "tuned_from", None)
+    return f"from {relative}" if relative and raw.get(relative) else "untuned"
+
+
+def read_tuned(method: str, path: Path = TUNED_PARAMS) -> dict[str, Any]:
+    """The method's tuned values; {} when it was not tuned or there is no tuned file (a
+    project without `make tune`, e.g. a params file outside the repository). An estimator
+    with no values of its own takes its `tuned_from` relative's: the shared settings as they
+    are, the relative's own section renamed to its own (grpo.group_size -> dr_grpo.group_size),
+    keeping only the fields its own section has."""
+    raw = _tuned_file(path)
+    if raw.get(method) or tuned_source(method, path) == "untuned":
+        return dict(raw.get(method) or {})
+    relative = ESTIMATORS[method].tuned_from
+    own = {f.name for f in fields(ESTIMATORS[method].Config)}
+    out = {}
+    for key, value in raw[relative].items():
+        head, _, rest = key.partition(".")
+        if head != relative:
+            out[key] = value
+        elif rest in own:
+            out[f"{method}.{rest}"] = value
+    return out
 
 
 def write_tuned(values: dict[str, dict[str, Any]], path: Path = TUNED_PARAMS) -> None:
