@@ -380,3 +380,53 @@ def test_table_settings_read_the_readers_part_and_validate_it(tmp_path):
     assert exc.value.field == "reward_table.group_size" and exc.value.file == str(p)
     with pytest.raises(InputError, match="build lists"):  # the build's own, stricter check
         RewardTableConfig(build=["a"])
+
+
+@pytest.mark.parametrize("cost", [0.0, 0.05])
+def test_a_table_at_another_tool_cost_equals_a_rebuild_with_zero_reasoner_calls(small, tmp_path,
+                                                                                monkeypatch,
+                                                                                cost):
+    """The ablation's tables: transforming the 0.01 table to `cost` gives, cell for cell, what
+    a build at `cost` gives, and asks the reasoner nothing (a build would ask every cell)."""
+    import dataclasses
+
+    from fgpo.rewards import build
+    from fgpo.rewards.cost import with_tool_cost
+
+    qs, outs, cfg = small
+    base = _build(small, tmp_path / "base.parquet")
+    counting = Counting(build_reasoner(SPEC))
+    rebuilt = build_table(qs, outs, cfg, "r", SPEC, dataclasses.replace(CFG, tool_cost=cost),
+                          tmp_path / "rebuilt.parquet", "genomeqa", reasoner=counting,
+                          progress=False)
+    assert len(counting.cells) == len(qs) * 64  # what a rebuild costs
+
+    def no_reasoner(*a, **kw):
+        raise AssertionError("the transform built a reasoner")
+    monkeypatch.setattr(build, "build_reasoner", no_reasoner)
+    monkeypatch.setattr(Reasoner, "answer", no_reasoner, raising=False)
+    derived = with_tool_cost(base, tmp_path / "derived.parquet", cost)
+    pd.testing.assert_frame_equal(pd.read_parquet(derived), pd.read_parquet(rebuilt))
+    assert not pd.read_parquet(derived).reward.equals(pd.read_parquet(base).reward)
+    meta_d, meta_r = read_parquet_metadata(derived), read_parquet_metadata(rebuilt)
+    assert meta_d.pop("reasoner_calls") == 0 and meta_r.pop("reasoner_calls") == len(qs) * 64
+    assert meta_d.pop("derived_from")["tool_cost"] == 0.01
+    assert meta_d == meta_r
+    same = with_tool_cost(base, tmp_path / "same.parquet", 0.01)  # the source's cost: a copy
+    assert same.read_bytes() == base.read_bytes()
+    table = load_reward_table(derived, cfg, qs)  # loads like any table
+    np.testing.assert_array_equal(table.correct, load_reward_table(base, cfg, qs).correct)
+
+
+def test_the_tool_cost_transform_refuses_a_negative_cost_and_a_file_that_is_no_table(small,
+                                                                                      tmp_path):
+    from fgpo.rewards.cost import with_tool_cost
+
+    base = _build(small, tmp_path / "base.parquet")
+    with pytest.raises(InputError, match="tool_cost"):
+        with_tool_cost(base, tmp_path / "x.parquet", -0.01)
+    pd.DataFrame({"correct": [1]}).to_parquet(tmp_path / "bad.parquet")
+    with pytest.raises(InputError) as err:
+        with_tool_cost(tmp_path / "bad.parquet", tmp_path / "y.parquet", 0.0)
+    assert err.value.field == "n_tools" and "bad.parquet" in str(err.value)
+    assert not (tmp_path / "x.parquet").exists() and not (tmp_path / "y.parquet").exists()
