@@ -9,7 +9,7 @@ export FGPO_CACHE_DIR ?= $(CURDIR)/.cache/fgpo
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 
-.PHONY: install run test readme bench clean ui sweep tune
+.PHONY: install run test readme bench clean ui sweep tune ablation
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -32,6 +32,11 @@ run: install
 tune: install
 	$(BIN)/dvc repro table_stats
 	$(BIN)/fgpo tune
+
+## The ablation (ablation/dvc.yaml; after `make run`, whose fgpo and grpo runs it reuses):
+## six estimators and three tool costs -> reports/ablation.md (timed: reports/ablation_time.json).
+ablation: install
+	$(BIN)/python bench/time_repro.py --out reports/ablation_time.json ablation/dvc.yaml
 
 ## Tests, the slow end-to-end checks included (PYTEST_ARGS="-m 'not slow'" skips them).
 test: install

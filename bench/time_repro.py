@@ -1,10 +1,11 @@
 """`dvc repro` with its wall time recorded: reports/repro_time.json (what `make run` calls).
 
-Records the seconds, the stages that were stale before it (`dvc status`), each stage's seconds
-(from the moment dvc announces it to the next announcement) and the training phase (the sum
-over the `train@` stages), so `make bench` can report the whole default pipeline's time and
-its training phase without rerunning it. Exit status is dvc's.
-Usage: python bench/time_repro.py [dvc repro arguments...]
+Records the seconds, the stages that were stale before it (`dvc status` of the same targets),
+each stage's seconds (from the moment dvc announces it to the next announcement) and the
+training phase (the sum over the `train@` and `ablate@` stages), so `make bench` can report a
+whole pipeline's time and its training phase without rerunning it. Exit status is dvc's.
+Usage: python bench/time_repro.py [--out JSON] [targets...]   (default: dvc.yaml, the main
+pipeline, -> reports/repro_time.json; `make ablation` passes ablation/dvc.yaml)
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from fgpo.seqio import atomic_write_text
 
 OUT = Path("reports/repro_time.json")
 RUNNING = re.compile(r"Running stage '([^']+)'")
+TRAINING = ("train@", "ablate@")
 
 
 def stage_seconds(events: list[tuple[float, str]], end: float) -> dict[str, float]:
@@ -31,13 +33,18 @@ def stage_seconds(events: list[tuple[float, str]], end: float) -> dict[str, floa
     return {name: round(stop - start, 1) for (start, name), stop in zip(events, bounds)}
 
 
-def main() -> int:
+def main(argv: list[str]) -> int:
+    out = OUT
+    if argv[:1] == ["--out"]:
+        out, argv = Path(argv[1]), argv[2:]
+    targets = argv or ["dvc.yaml"]  # `dvc status` alone would also count other pipelines
     dvc = Path(sys.executable).with_name("dvc")
-    status = subprocess.run([str(dvc), "status", "--json"], capture_output=True, text=True)
+    status = subprocess.run([str(dvc), "status", "--json", *targets], capture_output=True,
+                            text=True)
     ran = sorted(json.loads(status.stdout or "{}")) if status.returncode == 0 else []
     t0 = time.perf_counter()
     events: list[tuple[float, str]] = []
-    proc = subprocess.Popen([str(dvc), "repro", *sys.argv[1:]], stdout=subprocess.PIPE,
+    proc = subprocess.Popen([str(dvc), "repro", *targets], stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, text=True, bufsize=1)
     for line in proc.stdout:  # dvc's output straight through, stage announcements timed
         sys.stdout.write(line)
@@ -47,20 +54,20 @@ def main() -> int:
     end = time.perf_counter()
     seconds = end - t0
     stages = stage_seconds(events, end)
-    train = {k: v for k, v in stages.items() if k.startswith("train@")}
+    train = {k: v for k, v in stages.items() if k.split(":")[-1].startswith(TRAINING)}
     if rc == 0 and ran:  # a no-op repro would overwrite a real timing with ~0 s
         atomic_write_text(json.dumps({
             "seconds": round(seconds, 1), "stale_stages": len(ran),
-            "stale_train_stages": sum(s.startswith("train@") for s in ran),
+            "stale_train_stages": sum(s.split(":")[-1].startswith(TRAINING) for s in ran),
             "train_seconds": round(sum(train.values()), 1), "train_stages_run": len(train),
             "stage_seconds": stages,
             "finished": datetime.now(timezone.utc).isoformat(timespec="seconds"),
             "machine": {"cpus": os.cpu_count(), "python": platform.python_version()},
-        }, indent=2) + "\n", OUT)
+        }, indent=2) + "\n", out)
         print(f"dvc repro: {len(ran)} stale stages in {seconds / 60:.1f} min, training phase "
-              f"{sum(train.values()) / 60:.1f} min (-> {OUT})")
+              f"{sum(train.values()) / 60:.1f} min (-> {out})")
     return rc
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(main(sys.argv[1:]))

@@ -98,9 +98,20 @@ def stage_closure(stage: str) -> set[Path]:
     return closure(f"fgpo.stages.{stage}") | closure("fgpo.cli", top_level_only=True)
 
 
+PIPELINES = ["dvc.yaml", "ablation/dvc.yaml"]  # the main pipeline and the ablation's
+
+
 def _stages() -> dict[str, dict]:
-    raw = yaml.safe_load((REPO / "dvc.yaml").read_text())["stages"]
-    return {name: spec.get("do", spec) for name, spec in raw.items()}
+    """Every stage of both pipelines (the ablation's run from the repository root, wdir: ..,
+    so their paths read like the main pipeline's)."""
+    out = {}
+    for pipeline in PIPELINES:
+        raw = yaml.safe_load((REPO / pipeline).read_text())["stages"]
+        for name, spec in raw.items():
+            spec = spec.get("do", spec)
+            assert pipeline == "dvc.yaml" or spec.get("wdir") == "..", (pipeline, name)
+            out[name] = spec
+    return out
 
 
 def _code_deps(spec: dict) -> list[Path]:

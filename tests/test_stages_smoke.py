@@ -167,6 +167,73 @@ def test_dvc_repro_is_incremental(tmp_path):
     assert {p: p.read_bytes() for p in kept if p.exists()} == kept
 
 
+@pytest.mark.slow
+def test_ablation_pipeline_runs_beside_the_main_one(tmp_path):
+    """ablation/dvc.yaml on the shrunken config (one setting, two tool costs; why: the code
+    paths in minutes): `dvc repro` leaves it alone; `dvc repro ablation/dvc.yaml` derives the
+    cost tables without a reasoner call, trains every estimator, reuses the main pipeline's
+    fgpo and grpo runs at the main cost, tags every MLflow run, writes the report; a second
+    repro does nothing."""
+    from mlflow.tracking import MlflowClient
+
+    work = tmp_path / "repo"
+    work.mkdir()
+    dvc_yaml = yaml.safe_load((REPO / "dvc.yaml").read_text())
+    dvc_yaml.pop("plots", None)  # the top-level plots name the full reasoner set
+    (work / "dvc.yaml").write_text(yaml.safe_dump(dvc_yaml, sort_keys=False))
+    (work / "ablation").mkdir()
+    shutil.copy(REPO / "ablation/dvc.yaml", work / "ablation")
+    shutil.copytree(REPO / "src", work / "src", ignore=shutil.ignore_patterns("__pycache__"))
+    (work / "sweeps").mkdir()
+    shutil.copy(REPO / "sweeps/best.yaml", work / "sweeps")
+    shutil.copytree(REPO / "tune", work / "tune", ignore=shutil.ignore_patterns("optuna.db*"))
+    small_params(work)
+    params = yaml.safe_load((work / "params.yaml").read_text())
+    params["prepare"] = {"genomeqa": params["prepare"]["genomeqa"]}  # one benchmark
+    params["ablation"].update(reasoners=["careful_expert"], benchmarks=["genomeqa"],
+                              tool_costs=[0.0, 0.01], cost_estimators=["fgpo", "dr_grpo"])
+    (work / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
+    subprocess.run(["git", "init", "-q"], cwd=work, check=True)
+    _dvc("init", "-q", cwd=work)
+
+    main = _dvc("repro", cwd=work)
+    assert "train@careful_expert-genomeqa" in main and "ablat" not in main and "cost_" not in main
+    abl = _dvc("repro", "ablation/dvc.yaml", cwd=work)
+    ran = {line.split("'")[1] for line in abl.splitlines() if line.startswith("Running stage")}
+    assert ran == {f"ablation/dvc.yaml:{stage}@careful_expert-genomeqa-{c}"
+                   for stage in ("cost_table", "ablate") for c in ("0.0", "0.01")} | {
+        "ablation/dvc.yaml:ablation_report"}  # no reward_table stage: no reasoner call
+    tables = work / "data/ablation/reward_tables"
+    free = pd.read_parquet(tables / "cost0.0/careful_expert/genomeqa.parquet")
+    assert (free.reward == free.correct).all()
+    assert (tables / "cost0.01/careful_expert/genomeqa.parquet").read_bytes() == (
+        work / "data/reward_tables/careful_expert/genomeqa.parquet").read_bytes()
+    # every estimator at the main cost, the cost estimators at the other; each run tagged
+    client = MlflowClient(f"sqlite:///{work / 'mlruns' / 'mlflow.db'}")
+    runs = client.search_runs([client.get_experiment_by_name("fgpo").experiment_id])
+    tagged = sorted((r.data.tags["estimator"], r.data.tags["tool_cost"]) for r in runs
+                    if r.data.tags.get("kind") != "report")  # the main report's own run
+    assert tagged == sorted([(m, "0.01") for m in params["ablation"]["estimators"]]
+                            + [("fgpo", "0.0"), ("dr_grpo", "0.0")])  # fgpo, grpo at 0.01 once
+    dr = json.loads((work / "metrics/ablation/cost0.01/careful_expert/genomeqa/dr_grpo.json")
+                    .read_text())
+    assert dr["tuned"] == "from grpo"
+    report = (work / "reports/ablation.md").read_text()
+    for heading in ("## Estimators at tool cost 0.01", "## Decomposition of the FGPO - GRPO gap",
+                    "## Accuracy vs tools across tool costs"):
+        assert heading in report
+    for m in params["ablation"]["estimators"]:
+        assert f"| careful_expert/genomeqa | {m} |" in report
+    assert "dr_grpo: from grpo" in report and "fgpo_std: from fgpo" in report
+    summary = json.loads((work / "metrics/ablation_summary.json").read_text())
+    assert {"ablation/fgpo-grpo/accuracy", "ablation/fgpo-fgpo_std/accuracy",
+            "ablation/fgpo_std-grpo/accuracy"} <= set(summary)
+    for name in ("frontier", "decomposition"):
+        assert (work / f"reports/ablation_figures/{name}.png").stat().st_size > 5000
+    assert "Running stage" not in _dvc("repro", "ablation/dvc.yaml", cwd=work)
+    assert "up to date" in _dvc("status", cwd=work)  # both pipelines
+
+
 def test_train_stage_logs_a_complete_mlflow_run(tmp_path):
     """`fgpo train` as DVC calls it (both methods in one process): an MLflow run per method
     with tags, params, step and final metrics and artifacts; the metrics JSON and plot CSV

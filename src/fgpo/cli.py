@@ -206,6 +206,40 @@ def report(params: Path = PARAMS, data: Path = typer.Option(Path("data")),
 
 
 @command()
+def cost_table(reasoner: str = typer.Argument(...), benchmark: str = typer.Argument(...),
+               cost: float = typer.Argument(..., help="per-tool cost, one of ablation.tool_costs"),
+               params: Path = PARAMS, data: Path = typer.Option(Path("data"))) -> None:
+    """Ablation: the setting's reward table at another tool cost, with no reasoner call."""
+    from fgpo.stages import cost_table as stage
+    typer.echo(f"wrote {stage.main(reasoner, benchmark, cost, params, data)}")
+
+
+@command()
+def ablate(reasoner: str = typer.Argument(...), benchmark: str = typer.Argument(...),
+           cost: float = typer.Argument(..., help="per-tool cost, one of ablation.tool_costs"),
+           params: Path = PARAMS, data: Path = typer.Option(Path("data")),
+           no_mlflow: bool = typer.Option(False, "--no-mlflow", help="skip MLflow logging")
+           ) -> None:
+    """Ablation: every ablation estimator on one setting at one tool cost (the train stage's
+    protocol)."""
+    from fgpo.stages import ablate as stage
+    from fgpo.stages.train import outcome
+    echo(outcome(stage.main(reasoner, benchmark, cost, params, data, tracking=not no_mlflow)))
+
+
+@command()
+def ablation_report(params: Path = PARAMS, data: Path = typer.Option(Path("data")),
+                    metrics: Path = typer.Option(Path("metrics")),
+                    plots: Path = typer.Option(Path("plots")),
+                    out: Path = typer.Option(Path("reports"))) -> None:
+    """Ablation: the estimator table, the FGPO - GRPO gap decomposition and the tool-cost
+    frontier -> reports/ablation.md, its figures, metrics/ablation_summary.json."""
+    from fgpo.stages import ablation_report as stage
+    echo(stage.outcome(stage.main(params, data, metrics, plots, out)))
+    typer.echo(f"wrote {out / 'ablation.md'}, {metrics / 'ablation_summary.json'}")
+
+
+@command()
 def readme(params: Path = PARAMS, path: Path = typer.Option(Path("README.md")),
            bench_dir: Path = typer.Option(Path("data/benchmarks"))) -> None:
     """Regenerate the README's generated tables from the pipeline's outputs."""

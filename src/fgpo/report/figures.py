@@ -225,3 +225,46 @@ def learning_curve(history: list[dict], path: Path, title: str) -> Path:
     fig.savefig(path, dpi=90)
     plt.close(fig)
     return path
+
+
+def ablation_frontier(frontier: pd.DataFrame, path: Path) -> Path:
+    """Test accuracy against tools per question, one panel per setting: each estimator's points
+    at the ablation's tool costs (labelled), joined in cost order: the accuracy-tool frontier."""
+    settings = list(dict.fromkeys(frontier.setting))
+    methods = list(dict.fromkeys(frontier.estimator))
+    fig, ax = _panels(settings, height=3.4)
+    for setting, a in ax.items():
+        here = frontier[frontier.setting == setting]
+        for m in methods:
+            pts = here[here.estimator == m].sort_values("cost")
+            if pts.empty:
+                continue
+            st = style(m, methods)
+            a.plot(pts.tools, pts.accuracy, ls=st["ls"], marker=st["marker"], ms=4, lw=1,
+                   label=m)
+            for p in pts.itertuples():
+                a.annotate(f"{p.cost:g}", (p.tools, p.accuracy), fontsize=6,
+                           textcoords="offset points", xytext=(3, 3))
+        a.set_title(setting, fontsize=8)
+        a.set_xlabel("test tools / question (greedy)", fontsize=7)
+        a.set_ylabel("test accuracy (greedy)", fontsize=7)
+        a.tick_params(labelsize=6)
+    _legend_below(fig, ax, "Accuracy vs tools at tool costs (point labels), mean of seeds")
+    return _save(fig, path)
+
+
+def ablation_decomposition(terms: list[dict], path: Path) -> Path:
+    """Each decomposition term's pooled paired accuracy difference with its interval."""
+    fig, a = plt.subplots(figsize=(7.5, 0.45 * len(terms) + 1.2))
+    y = np.arange(len(terms))[::-1]
+    mean = np.array([100 * t["pooled"]["accuracy"] for t in terms])
+    lo = np.array([100 * t["pooled"]["accuracy_lo"] for t in terms])
+    hi = np.array([100 * t["pooled"]["accuracy_hi"] for t in terms])
+    a.errorbar(mean, y, xerr=[mean - lo, hi - mean], fmt="o", ms=4, capsize=3, lw=1)
+    a.axvline(0, color="grey", lw=0.8)
+    a.set_yticks(y, [t["term"] for t in terms], fontsize=7)
+    a.set_xlabel("test accuracy difference, points (pooled over settings, 95% paired interval)",
+                 fontsize=7)
+    a.tick_params(axis="x", labelsize=7)
+    fig.tight_layout()
+    return _save(fig, path)

@@ -27,22 +27,24 @@ def shard_path(reasoner: str, benchmark: str, i: int, n: int, root: Path) -> Pat
 
 
 def load_questions_and_table(reasoner: str, benchmark: str, tools_cfg: ToolsConfig,
-                             data: Path = Path("data")) -> tuple[list[Question], RewardTable]:
+                             data: Path = Path("data"), tables: Path | None = None
+                             ) -> tuple[list[Question], RewardTable]:
     """The benchmark's questions and their reward table, row-aligned (question i = table row i).
 
     The one loader of train and table-stats: refuses a table built for another tool set, with a
     question or cell missing, a foreign question, or a question whose content changed since.
     """
     questions = load_questions(benchmark_path(benchmark, data))
-    table = load_reward_table(table_path(reasoner, benchmark, data / "reward_tables"), tools_cfg,
-                              questions)
+    table = load_reward_table(table_path(reasoner, benchmark, tables or data / "reward_tables"),
+                              tools_cfg, questions)
     by_id = {q.id: q for q in questions}
     return [by_id[i] for i in table.question_ids], table
 
 
 def load_run_data(reasoner: str, benchmark: str, tools_cfg: ToolsConfig,
-                  data: Path = Path("data")) -> RunData:
-    """Questions and their reward table, row-aligned; refuses a missing, incomplete or stale
-    table with the same check as `table-stats`."""
-    questions, table = load_questions_and_table(reasoner, benchmark, tools_cfg, data)
+                  data: Path = Path("data"), tables: Path | None = None) -> RunData:
+    """Questions and their reward table (from `tables`, default data/reward_tables),
+    row-aligned; refuses a missing, incomplete or stale table with the same check as
+    `table-stats`."""
+    questions, table = load_questions_and_table(reasoner, benchmark, tools_cfg, data, tables)
     return RunData(questions, table, tools_cfg.names)

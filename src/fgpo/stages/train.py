@@ -36,10 +36,11 @@ from fgpo.seqio import atomic_write_parquet, atomic_write_text
 from fgpo.tools import ToolsConfig
 from fgpo.tracking.provenance import EXPERIMENT, file_md5, git_commit
 from fgpo.train.config import TrainConfig
+from fgpo.train.estimators import ESTIMATORS
 from fgpo.train.settings import resolve_device
 from fgpo.train.loop import RunResult, check_run_data, config_hash, train_run
 from fgpo.train.overrides import (BEST_PARAMS, TUNED_PARAMS, apply, apply_best,
-                                  read_best, read_tuned)
+                                  read_best, read_tuned, tuned_source)
 
 
 def swept_params(method: str, reasoner: str, benchmark: str, params: Path,
@@ -82,31 +83,38 @@ def main(reasoner: str, benchmark: str, methods: list[str] | None = None,
          params: Path = DEFAULT_PARAMS, data: Path = Path("data"),
          metrics_root: Path = Path("metrics/train"), plots_root: Path = Path("plots/train"),
          runs_root: Path = Path("runs"), selections_root: Path = Path("data/selections"),
-         tracking: bool = True, force: bool = False) -> dict[str, dict[str, Any]]:
+         tracking: bool = True, force: bool = False, tables_root: Path | None = None,
+         any_method: bool = False) -> dict[str, dict[str, Any]]:
     """Train every seed of every method in `methods` (default: train.methods) on one setting;
-    `force` trains even on a degenerate table (allow_degenerate_table). Returns method ->
-    summary."""
+    `force` trains even on a degenerate table (allow_degenerate_table). The table is read from
+    `tables_root` (default data/reward_tables; the ablation's tables at other tool costs live
+    elsewhere); `any_method` admits every registered estimator, not only train.methods (the
+    ablation's). Returns method -> summary."""
     from fgpo.tracking import sigterm_as_exit
     with sigterm_as_exit():  # a `kill` ends the MLflow run as KILLED, not RUNNING for good
         return _main(reasoner, benchmark, methods, params, data, metrics_root, plots_root,
-                     runs_root, selections_root, tracking, force)
+                     runs_root, selections_root, tracking, force,
+                     tables_root or data / "reward_tables", any_method)
 
 
 def _main(reasoner: str, benchmark: str, methods: list[str] | None, params: Path, data: Path,
           metrics_root: Path, plots_root: Path, runs_root: Path, selections_root: Path,
-          tracking: bool, force: bool = False) -> dict[str, dict[str, Any]]:
+          tracking: bool, force: bool, tables_root: Path, any_method: bool
+          ) -> dict[str, dict[str, Any]]:
     # ---- once per setting: config, reward table, the degenerate-table gate ---------------------
     tools_cfg = load_section(ToolsConfig, "tools", params)
     base_cfg = load_section(TrainConfig, "train", params)
+    allowed = list(ESTIMATORS) if any_method else base_cfg.methods
     for method in methods or []:
-        if method not in base_cfg.methods:
-            raise InputError(f"method {method!r} not in train.methods {base_cfg.methods}",
-                             file=str(params), field="train.methods")
+        if method not in allowed:
+            raise InputError(f"method {method!r} not in {allowed}", file=str(params),
+                             field="train.methods")
     methods = methods or base_cfg.methods
     if force:
         base_cfg = replace(base_cfg, allow_degenerate_table=True)
-    run_data = load_run_data(reasoner, benchmark, tools_cfg, data)  # fails before training
-    table_file = table_path(reasoner, benchmark, data / "reward_tables")
+    # fails before training
+    run_data = load_run_data(reasoner, benchmark, tools_cfg, data, tables_root)
+    table_file = table_path(reasoner, benchmark, tables_root)
     configs = {m: method_config(base_cfg, m, reasoner, benchmark, params) for m in methods}
     for cfg, _ in configs.values():
         check_run_data(cfg, run_data)  # e.g. batch_size > the train split: before any run
@@ -122,7 +130,9 @@ def _main(reasoner: str, benchmark: str, methods: list[str] | None, params: Path
     for method, (cfg, best) in configs.items():
         results = [train_seed(context, method, cfg, seed, best) for seed in cfg.seeds]
         out[method] = write_method_outputs(results, cfg.seeds, method, reasoner, benchmark,
-                                           best, metrics_root, plots_root, selections_root)
+                                           best, metrics_root, plots_root, selections_root,
+                                           tuned_source(method, Path(params).parent
+                                                        / TUNED_PARAMS))
     if set(methods) == set(base_cfg.methods):  # a method dropped from train.methods: its files go
         for root, ext in ((metrics_root, "json"), (plots_root, "csv")):
             for stale in (root / reasoner / benchmark).glob(f"*.{ext}"):
@@ -198,7 +208,10 @@ def train_seed(ctx: RunContext, method: str, cfg: TrainConfig, seed: int, best: 
                                     "device": str(resolve_device(cfg.device)),
                                     "git_commit": git_commit(), "table_md5": ctx.table_md5,
                                     "table_fingerprint": ctx.run_data.table.meta["fingerprint"],
-                                    "sweep_best": sweep_label(best)},
+                                    "sweep_best": sweep_label(best),
+                                    # the ablation's grouping keys, on every run
+                                    "estimator": method,
+                                    "tool_cost": str(ctx.run_data.table.meta.get("tool_cost"))},
                               params={"method": method, "train": asdict(cfg),
                                       "tools": ctx.run_data.tool_names, "reasoner": ctx.reasoner,
                                       "benchmark": ctx.benchmark, "seed": seed},
@@ -234,10 +247,13 @@ def train_seed(ctx: RunContext, method: str, cfg: TrainConfig, seed: int, best: 
 
 def write_method_outputs(results: list[RunResult], seeds: list[int], method: str,
                          reasoner: str, benchmark: str, best: dict | None, metrics_root: Path,
-                         plots_root: Path, selections_root: Path) -> dict[str, Any]:
-    """The method's metrics JSON (mean and spread over seeds), curves CSV and selections."""
+                         plots_root: Path, selections_root: Path, tuned: str = "untuned"
+                         ) -> dict[str, Any]:
+    """The method's metrics JSON (mean and spread over seeds; where its settings came from),
+    curves CSV and selections."""
     summary = summarise(results, seeds)
     summary["sweep_best"] = sweep_label(best)
+    summary["tuned"] = tuned  # tuned | from <relative> | untuned (tune/tuned.yaml)
     atomic_write_text(json.dumps(summary, indent=1) + "\n",
                       metrics_root / reasoner / benchmark / f"{method}.json")
     plot = pd.concat([pd.DataFrame(r.history).assign(seed=s) for r, s in zip(results, seeds)],
