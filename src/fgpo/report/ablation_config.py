@@ -71,22 +71,6 @@ class AblationConfig:
         return [(r, b) for r in self.reasoners for b in self.benchmarks]
 
 
-def main_tool_cost(params: Any) -> float:
-    """reward_table.tool_cost: the cost of the main pipeline's tables (read without the
-    reasoner-building config)."""
-    from fgpo.config import read_params
-    cost = (read_params(params).get("reward_table") or {}).get("tool_cost")
-    if not isinstance(cost, (int, float)) or cost < 0:
-        raise InputError(f"must be a number >= 0, got {cost!r}", file=str(params),
-                         field="reward_table.tool_cost")
-    return float(cost)
-
-
-def cost_dir(cost: float) -> str:
-    """The folder of one tool cost's outputs: cost0.0, cost0.01 (as DVC writes ${item.cost})."""
-    return f"cost{float(cost)}"
-
-
 def main_tool_cost(params: str | Path) -> float:
     """reward_table.tool_cost: the cost of the main pipeline's tables (read without the
     reasoner-building config)."""
