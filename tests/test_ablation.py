@@ -52,7 +52,10 @@ def test_the_decomposition_terms_add_up_to_the_gap_along_both_paths():
     assert one["accuracy_lo"] < one["accuracy"] < one["accuracy_hi"]
     assert one["accuracy_outcome"] == "win"  # 0.9 vs 0.6 over 120 cells
     words = "\n".join(plain_reading(list(terms.values())))
-    assert "pooled FGPO - GRPO" in words and "of the total" in words
+    assert "pooled FGPO - GRPO" in words and "of the total" in words  # a win: shares
+    tied = [{**t, "pooled": {**t["pooled"], "accuracy_outcome": "tie"}}
+            if (t["a"], t["b"]) == ("fgpo", "grpo") else t for t in terms.values()]
+    assert "of the total" not in "\n".join(plain_reading(tied))  # no share of a tie
 
 
 def test_a_tie_reads_as_a_tie():

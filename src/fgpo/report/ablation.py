@@ -155,8 +155,8 @@ def plain_reading(decomp: list[dict[str, Any]]) -> list[str]:
                        ("dapo_ds-grpo", "DAPO's dynamic sampling (dapo_ds vs grpo)")):
         if key in by:
             d = by[key]
-            share = (f", {d['accuracy'] / total['accuracy']:.0%} of the total"
-                     if abs(total["accuracy"]) > 1e-9 else "")
+            share = (f", {d['accuracy'] / total['accuracy']:.0%} of the total"  # a share of
+                     if total["accuracy_outcome"] != "tie" else "")  # a tie is no share
             out.append(f"- {words}: {100 * d['accuracy']:+.1f} points "
                        f"[{100 * d['accuracy_lo']:+.1f}, {100 * d['accuracy_hi']:+.1f}]"
                        f"{share}; {d['accuracy_outcome']}.")

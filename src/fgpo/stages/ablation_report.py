@@ -111,7 +111,12 @@ def render(cfg: AblationConfig, main_cost: float, train: dict[str, Any], tuned: 
         "reward = correct - cost x tools recomputed (no reasoner call).",
         "- Settings per estimator (tune/tuned.yaml): " + "; ".join(
             f"{m}: {tuned.get(m, 'untuned')}" for m in estimators) + ". 'from X' = the nearest "
-        "tuned relative's values (no study of its own fitted the budget).",
+        "tuned relative's values (no study of its own fitted the budget). Those values were "
+        "tuned for the relative's advantage scale: a std-normalised advantage is about 1/std "
+        "times a raw one, so an estimator that drops or adds the division (dr_grpo and rloo "
+        "from GRPO, fgpo_std from FGPO) trains at another effective step size than its "
+        "relative's optimum; the normalisation terms below carry that as well as the change "
+        "of estimator.",
         "- MLflow: every run is tagged `estimator` and `tool_cost` (group by them in the UI).",
         "",
         f"## Estimators at tool cost {main_cost:g}",
