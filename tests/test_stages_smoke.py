@@ -10,6 +10,8 @@ import sys
 import time
 from pathlib import Path
 
+import mlflow
+import numpy as np
 import pandas as pd
 import pytest
 import yaml
@@ -18,6 +20,7 @@ from fgpo.benchmarks.config import BenchmarkConfig, load_prepare
 from fgpo.question import from_frame
 from fgpo.seqio import read_parquet_metadata
 from fgpo.tools import ToolsConfig, tool_fingerprint
+from fgpo.tracking.provenance import file_md5
 
 REPO = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
@@ -234,7 +237,7 @@ def test_ablation_pipeline_runs_beside_the_main_one(tmp_path):
     assert "up to date" in _dvc("status", cwd=work)  # both pipelines
 
 
-def test_train_stage_logs_a_complete_mlflow_run(tmp_path):
+def test_train_stage_logs_a_complete_mlflow_run(tmp_path, request):
     """`fgpo train` as DVC calls it (both methods in one process): an MLflow run per method
     with tags, params, step and final metrics and artifacts; the metrics JSON and plot CSV
     that DVC reads, one per method."""
@@ -269,7 +272,20 @@ def test_train_stage_logs_a_complete_mlflow_run(tmp_path):
         assert [m.step for m in history] == list(range(1, total + 1))
         assert metrics["checkpoint/step"] <= total
         artifacts = {a.path for a in client.list_artifacts(run.info.run_id)}
-        assert {"adapter", "test_selections.parquet", "learning_curve.png"} <= artifacts
+        assert {"test_selections.parquet", "learning_curve.png"} <= artifacts
+        # the datasets it read: each split of the benchmark and of the table, DVC md5 as digest
+        inputs = {i.dataset.name: i for i in run.inputs.dataset_inputs}
+        table = inputs["reward table careful_expert/genomeqa:train"]
+        table_file = tmp_path / "data/reward_tables/careful_expert/genomeqa.parquet"
+        assert table.dataset.digest == file_md5(table_file) == tags["table_md5"]
+        assert json.loads(table.dataset.source)["uri"] == \
+            "data/reward_tables/careful_expert/genomeqa.parquet"
+        assert {t.key: t.value for t in table.tags}["mlflow.data.context"] == "train"
+        assert {"benchmark genomeqa:train", "benchmark genomeqa:validation",
+                "benchmark genomeqa:test", "reward table careful_expert/genomeqa:test"} <= \
+            set(inputs)
+        assert inputs["benchmark genomeqa:test"].dataset.digest == \
+            file_md5(tmp_path / "data/benchmarks/genomeqa.parquet")
         m = json.loads((tmp_path / f"metrics/train/careful_expert/genomeqa/{tags['method']}.json")
                        .read_text())
         assert m["test/accuracy"] == pytest.approx(metrics["test/accuracy"])
@@ -288,6 +304,53 @@ def test_train_stage_logs_a_complete_mlflow_run(tmp_path):
     bench = pd.read_parquet(tmp_path / "data/benchmarks/genomeqa.parquet")
     assert sorted(sel.question_id) == sorted(bench.loc[bench.split == "test", "id"])
     assert {"family", "mask", "tools", "n_tools", "correct", "reward", "seed"} <= set(sel)
+
+    # MLflow's own concepts: a model-training experiment; each run's policy a pyfunc model that
+    # picks the same tools as the trained policy did in process; the setting's best registered
+    assert exp.tags["mlflow.experimentKind"] == "custom_model_development"
+    for run in runs:  # resolve_tags, what mlflow.start_run adds: the runs table's Source
+        assert run.data.tags["mlflow.source.name"].endswith("fgpo")
+        assert run.data.tags["mlflow.source.type"] == "LOCAL"
+    test_q = bench[bench.split == "test"]
+    frame = pd.DataFrame({"question": test_q.question,
+                          "sequences": [json.dumps(dict(zip(lab, seq))) for lab, seq
+                                        in zip(test_q.seq_labels, test_q.sequences)]})
+    mlflow.set_tracking_uri(client.tracking_uri)  # for the fluent model API below
+    request.addfinalizer(lambda: mlflow.set_tracking_uri(None))
+    for run in runs:
+        method = run.data.tags["method"]
+        models = mlflow.search_logged_models(
+            experiment_ids=[exp.experiment_id],
+            filter_string=f"source_run_id = '{run.info.run_id}'", output_format="list")
+        assert [m.name for m in models] == ["policy"]
+        model = mlflow.pyfunc.load_model(models[0].model_uri)
+        assert model.metadata.get_input_schema().input_names() == ["question", "sequences"]
+        got = model.predict(frame)
+        sel = pd.read_parquet(tmp_path / f"data/selections/careful_expert/genomeqa/{method}.parquet")
+        want = sel.set_index("question_id").loc[list(test_q.id)]
+        assert list(got["mask"]) == list(want["mask"])
+        assert list(got["tools"]) == list(want["tools"])
+        assert np.allclose(got["p_selected"], want["p_selected"], atol=1e-5)
+    # the reward-table build: a run of its own, its numbers those of the table it wrote
+    tables = client.get_experiment_by_name("fgpo-reward-tables")
+    assert tables.tags["mlflow.experimentKind"] == "custom_model_development"
+    (build,) = client.search_runs([tables.experiment_id])
+    meta = read_parquet_metadata(table_file)
+    cells = meta["n_questions"] * 2 ** meta["K"]
+    assert build.data.tags["reasoner"] == "careful_expert" and build.info.status == "FINISHED"
+    assert build.data.metrics["table/cells"] == cells == len(pd.read_parquet(table_file))
+    assert build.data.metrics["table/reasoner_calls"] == cells  # a fresh build asks every cell
+    assert build.data.metrics["table/unparseable_frac"] == pytest.approx(
+        meta["unparseable"] / cells)
+    assert build.data.metrics["table/cells_per_s"] > 0
+    assert {i.dataset.name for i in build.inputs.dataset_inputs} == {
+        "genomeqa", "tool outputs genomeqa"}
+    versions = client.search_model_versions("name = 'fgpo-careful_expert-genomeqa'")
+    assert len(versions) == 1
+    best = max(runs, key=lambda r: (r.data.metrics["val/accuracy"],
+                                    r.data.metrics["val/expected_reward"]))
+    assert versions[0].run_id == best.info.run_id
+    assert versions[0].tags["method"] == best.data.tags["method"]
 
 
 def test_train_refuses_a_missing_table_before_training(tmp_path):

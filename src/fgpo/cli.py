@@ -82,10 +82,15 @@ def reward_table(reasoner: str = typer.Argument(..., help="name under reward_tab
                  base_url: Optional[str] = typer.Option(
                      None, help="override the spec's endpoint (openai backend), e.g. per shard"),
                  merge: Optional[int] = typer.Option(
-                     None, help="merge N finished shards into the stage's table")) -> None:
+                     None, help="merge N finished shards into the stage's table"),
+                 no_mlflow: bool = typer.Option(False, "--no-mlflow",
+                                                help="skip logging the build as an MLflow run")
+                 ) -> None:
     """Build (or resume) the exhaustive reward table of one reasoner x benchmark."""
     from fgpo.stages import reward_table as stage
-    typer.echo(f"wrote {stage.main(reasoner, benchmark, params, data, shard, base_url, merge)}")
+    out = stage.main(reasoner, benchmark, params, data, shard, base_url, merge,
+                     tracking=not no_mlflow)
+    typer.echo(f"wrote {out}")
 
 
 @command("table-stats")

@@ -134,3 +134,7 @@ class Policy(nn.Module):
     @abstractmethod
     def save_adapter(self, path: Path) -> None:
         """Write the LoRA adapter (peft format) and the head."""
+
+    @abstractmethod
+    def load_adapter(self, path: Path) -> None:
+        """Put the adapter (and head) `save_adapter` wrote on this policy's backbone."""

@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import torch
-from peft import get_peft_model
+from peft import get_peft_model, load_peft_weights, set_peft_model_state_dict
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
 from fgpo.errors import InputError
@@ -93,3 +93,6 @@ class CausalLMPolicy(Policy):
     def save_adapter(self, path: Path) -> None:
         path.mkdir(parents=True, exist_ok=True)
         self.model.save_pretrained(path)
+
+    def load_adapter(self, path: Path) -> None:
+        set_peft_model_state_dict(self.model, load_peft_weights(str(path), device="cpu"))

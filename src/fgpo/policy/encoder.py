@@ -18,7 +18,7 @@ from pathlib import Path
 
 import torch
 import transformers
-from peft import get_peft_model
+from peft import get_peft_model, load_peft_weights, set_peft_model_state_dict
 from tqdm import tqdm
 from transformers import AutoModel, AutoTokenizer
 from transformers.masking_utils import create_bidirectional_mask
@@ -169,3 +169,8 @@ class EncoderPolicy(Policy):
         path.mkdir(parents=True, exist_ok=True)
         self.backbone.save_pretrained(path)
         torch.save(self.head.state_dict(), path / "subset_head.pt")
+
+    def load_adapter(self, path: Path) -> None:
+        set_peft_model_state_dict(self.backbone, load_peft_weights(str(path), device="cpu"))
+        self.head.load_state_dict(torch.load(path / "subset_head.pt", map_location="cpu",
+                                             weights_only=True))

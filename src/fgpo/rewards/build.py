@@ -73,6 +73,14 @@ def _journal_path(out: Path) -> Path:
     return out.with_name(out.name + ".journal.jsonl")
 
 
+def journal_cells(out: Path) -> int:
+    """Cells an interrupted build of `out` has answered already (0 when none is pending)."""
+    path = _journal_path(out)
+    if not path.exists():
+        return 0
+    return max(path.read_bytes().count(b"\n") - 1, 0)  # less the header line
+
+
 def _read_journal(path: Path, header: dict[str, Any]) -> dict[tuple[str, int], str]:
     """Answered cells of an interrupted build; a torn last line (killed mid-write) is dropped."""
     if not path.exists():

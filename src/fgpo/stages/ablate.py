@@ -36,4 +36,4 @@ def main(reasoner: str, benchmark: str, cost: float, params: Path = DEFAULT_PARA
                       plots_root=Path("plots/ablation") / at, runs_root=runs,
                       selections_root=data / "ablation" / "selections" / at,
                       tracking=tracking, tables_root=ablation_tables(cost, data),
-                      any_method=True)
+                      any_method=True, register=False)  # the registry holds make run's best

@@ -1,15 +1,23 @@
-"""DVC stage `reward_table`: build (or resume, shard, merge) one reasoner x benchmark table."""
+"""DVC stage `reward_table`: build (or resume, shard, merge) one reasoner x benchmark table.
+
+Each build is an MLflow run in experiment `fgpo-reward-tables` (tags reasoner, benchmark,
+shard): the reasoner's spec as params, the benchmark and tool outputs as dataset inputs, and
+table/cells, table/reasoner_calls (asked by this process; a resumed build asks fewer),
+table/seconds, table/cells_per_s and table/unparseable_frac as metrics.
+"""
 
 from __future__ import annotations
 
-from dataclasses import replace
+import time
+from dataclasses import asdict, replace
 from pathlib import Path
 
 from fgpo.config import DEFAULT_PARAMS, load_section
 from fgpo.errors import InputError
 from fgpo.question import load_questions
 from fgpo.rewards.data import benchmark_path, shard_path, table_path
-from fgpo.rewards.build import RewardTableConfig, build_table, merge_shards
+from fgpo.rewards.build import RewardTableConfig, build_table, journal_cells, merge_shards
+from fgpo.seqio import read_parquet_metadata
 from fgpo.tools import ToolsConfig
 from fgpo.tools.outputs import load_tool_outputs
 
@@ -26,8 +34,8 @@ def parse_shard(shard: str) -> tuple[int, int]:
 
 
 def build(reasoner: str, benchmark: str, params: Path = DEFAULT_PARAMS,
-          data: Path = Path("data"), shard: str | None = None, base_url: str | None = None
-          ) -> Path:
+          data: Path = Path("data"), shard: str | None = None, base_url: str | None = None,
+          tracking: bool = True) -> Path:
     """Build one table, or with shard='I/N' the questions with index % N == I (one server's
     share); `base_url` overrides the spec's endpoint for that server."""
     tools_cfg = load_section(ToolsConfig, "tools", params)
@@ -48,8 +56,43 @@ def build(reasoner: str, benchmark: str, params: Path = DEFAULT_PARAMS,
         raise InputError(f"{len(lacking)} question(s) have no tool outputs; rerun the tools stage",
                          file=str(data / "tool_outputs" / f"{benchmark}.parquet"),
                          record=lacking[0])
-    return build_table(questions, outputs, tools_cfg, reasoner, spec, cfg, out, benchmark,
+    resumed, start = journal_cells(out), time.perf_counter()
+    path = build_table(questions, outputs, tools_cfg, reasoner, spec, cfg, out, benchmark,
                        shard=shard)
+    if tracking:
+        log_build(path, time.perf_counter() - start, resumed, spec.public(), cfg.tool_cost,
+                  [benchmark_path(benchmark, data), data / "tool_outputs" / f"{benchmark}.parquet"])
+    return path
+
+
+def log_build(table: Path, seconds: float, resumed: int, spec: dict, tool_cost: float,
+              inputs: list[Path]) -> str:
+    """The build as an MLflow run; returns its id."""
+    from fgpo.tracking import Tracker
+    from fgpo.tracking.datasets import dvc_dataset
+    from fgpo.tracking.provenance import TABLES_EXPERIMENT
+
+    meta = read_parquet_metadata(table)
+    cells = int(meta["n_questions"]) * 2 ** int(meta["K"])
+    asked = int(meta["reasoner_calls"]) - resumed
+    tracker = Tracker(TABLES_EXPERIMENT, f"{meta['reasoner']}-{meta['benchmark']}",
+                      tags={"kind": "reward_table", "reasoner": meta["reasoner"],
+                            "benchmark": meta["benchmark"], "shard": str(meta.get("shard")),
+                            "setting": f"{meta['reasoner']}/{meta['benchmark']}"},
+                      params={"reasoner": spec, "tool_cost": tool_cost, "tools": meta["tools"]})
+    try:
+        tracker.log_inputs([dvc_dataset(p, p.stem if p.parent.name == "benchmarks"
+                                        else f"tool outputs {p.stem}", "build")
+                            for p in inputs])
+        tracker.log_metrics({"table/cells": cells, "table/reasoner_calls": asked,
+                             "table/resumed_cells": resumed, "table/seconds": seconds,
+                             "table/cells_per_s": asked / max(seconds, 1e-9),
+                             "table/unparseable_frac": int(meta["unparseable"]) / cells}, 0)
+    except BaseException:
+        tracker.end("FAILED")
+        raise
+    tracker.end()
+    return tracker.run_id
 
 
 def merge(reasoner: str, benchmark: str, n: int, data: Path = Path("data")) -> Path:
@@ -61,9 +104,10 @@ def merge(reasoner: str, benchmark: str, n: int, data: Path = Path("data")) -> P
 
 
 def main(reasoner: str, benchmark: str, params: Path = DEFAULT_PARAMS, data: Path = Path("data"),
-         shard: str | None = None, base_url: str | None = None, merge_shards: int | None = None
-         ) -> Path:
-    """`fgpo reward-table`: merge N finished shards, or build (a shard of) the table."""
+         shard: str | None = None, base_url: str | None = None, merge_shards: int | None = None,
+         tracking: bool = True) -> Path:
+    """`fgpo reward-table`: merge N finished shards, or build (a shard of) the table (logged as
+    an MLflow run unless `tracking` is off)."""
     if merge_shards:
         return merge(reasoner, benchmark, merge_shards, data)
-    return build(reasoner, benchmark, params, data, shard, base_url)
+    return build(reasoner, benchmark, params, data, shard, base_url, tracking)

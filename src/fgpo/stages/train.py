@@ -28,12 +28,14 @@ import pandas as pd
 from fgpo.config import DEFAULT_PARAMS, load_section
 from fgpo.errors import InputError
 from fgpo.evaluate import evaluate_test
+from fgpo.policy.pyfunc import log_policy, save_policy
 from fgpo.report import figures
-from fgpo.rewards.data import load_run_data, table_path
+from fgpo.rewards.data import benchmark_path, load_run_data, table_path
 from fgpo.rewards.stats import require_trainable
 from fgpo.rewards.table import RunData
 from fgpo.seqio import atomic_write_parquet, atomic_write_text
 from fgpo.tools import ToolsConfig
+from fgpo.tracking.datasets import split_inputs
 from fgpo.tracking.provenance import EXPERIMENT, file_md5, git_commit
 from fgpo.train.config import TrainConfig
 from fgpo.train.estimators import ESTIMATORS
@@ -84,22 +86,23 @@ def main(reasoner: str, benchmark: str, methods: list[str] | None = None,
          metrics_root: Path = Path("metrics/train"), plots_root: Path = Path("plots/train"),
          runs_root: Path = Path("runs"), selections_root: Path = Path("data/selections"),
          tracking: bool = True, force: bool = False, tables_root: Path | None = None,
-         any_method: bool = False) -> dict[str, dict[str, Any]]:
+         any_method: bool = False, register: bool = True) -> dict[str, dict[str, Any]]:
     """Train every seed of every method in `methods` (default: train.methods) on one setting;
     `force` trains even on a degenerate table (allow_degenerate_table). The table is read from
     `tables_root` (default data/reward_tables; the ablation's tables at other tool costs live
     elsewhere); `any_method` admits every registered estimator, not only train.methods (the
-    ablation's). Returns method -> summary."""
+    ablation's); `register` puts the setting's best run's policy in MLflow's model registry.
+    Returns method -> summary."""
     from fgpo.tracking import sigterm_as_exit
     with sigterm_as_exit():  # a `kill` ends the MLflow run as KILLED, not RUNNING for good
         return _main(reasoner, benchmark, methods, params, data, metrics_root, plots_root,
                      runs_root, selections_root, tracking, force,
-                     tables_root or data / "reward_tables", any_method)
+                     tables_root or data / "reward_tables", any_method, register)
 
 
 def _main(reasoner: str, benchmark: str, methods: list[str] | None, params: Path, data: Path,
           metrics_root: Path, plots_root: Path, runs_root: Path, selections_root: Path,
-          tracking: bool, force: bool, tables_root: Path, any_method: bool
+          tracking: bool, force: bool, tables_root: Path, any_method: bool, register: bool
           ) -> dict[str, dict[str, Any]]:
     # ---- once per setting: config, reward table, the degenerate-table gate ---------------------
     tools_cfg = load_section(ToolsConfig, "tools", params)
@@ -122,13 +125,18 @@ def _main(reasoner: str, benchmark: str, methods: list[str] | None, params: Path
                               str(table_file))
     baselines = {f"baseline/{k}": v for k, v in stats.items()
                  if k.startswith("test/") and isinstance(v, float)}
-    context = RunContext(reasoner, benchmark, run_data, file_md5(table_file), code_digest(),
-                         baselines, runs_root, tracking)
+    table_md5 = file_md5(table_file)
+    context = RunContext(reasoner, benchmark, run_data, table_md5, code_digest(),
+                         baselines, runs_root, tracking,
+                         run_inputs(run_data, benchmark_path(benchmark, data), table_file,
+                                    table_md5) if tracking else [])
 
     # ---- every method, every seed: one run each, outputs per method ---------------------------
     out: dict[str, dict[str, Any]] = {}
+    finished: list[tuple[str, int, RunResult]] = []
     for method, (cfg, best) in configs.items():
         results = [train_seed(context, method, cfg, seed, best) for seed in cfg.seeds]
+        finished += [(method, seed, r) for seed, r in zip(cfg.seeds, results)]
         out[method] = write_method_outputs(results, cfg.seeds, method, reasoner, benchmark,
                                            best, metrics_root, plots_root, selections_root,
                                            tuned_source(method, Path(params).parent
@@ -138,7 +146,48 @@ def _main(reasoner: str, benchmark: str, methods: list[str] | None, params: Path
             for stale in (root / reasoner / benchmark).glob(f"*.{ext}"):
                 if stale.stem not in methods:
                     stale.unlink()
+    if tracking and register:
+        register_best(finished, reasoner, benchmark)
     return out
+
+
+def run_inputs(run_data: RunData, bench_file: Path, table_file: Path, table_md5: str) -> list:
+    """A training run's MLflow dataset inputs: each split of the benchmark and of the reward
+    table, named `<file>:<split>`, digest the DVC md5, context the split's role."""
+    splits, counts = np.unique(run_data.table.splits, return_counts=True)
+    per_split = {str(s): int(n) for s, n in zip(splits, counts)}
+    n_sub = 2 ** len(run_data.tool_names)
+    setting = f"{run_data.table.meta.get('reasoner', table_file.parent.name)}/{bench_file.stem}"
+    return (split_inputs(bench_file, f"benchmark {bench_file.stem}", per_split)
+            + split_inputs(table_file, f"reward table {setting}",
+                           {s: n * n_sub for s, n in per_split.items()}, table_md5))
+
+
+def register_best(finished: list[tuple[str, int, RunResult]], reasoner: str,
+                  benchmark: str) -> str | None:
+    """Register the setting's best run's policy (highest val/accuracy, then val/expected_reward:
+    chosen on validation, never on test) as a version of model `fgpo-<reasoner>-<benchmark>`,
+    unless that run's model is registered already. Returns the model name, or None."""
+    import mlflow
+    from mlflow.tracking import MlflowClient
+
+    from fgpo.tracking import default_tracking_uri
+
+    ranked = [(r.final.get("val/accuracy", 0.0), r.final.get("val/expected_reward", 0.0),
+               method, seed, r) for method, seed, r in finished if r.model_uri]
+    if not ranked:
+        return None
+    *_, method, seed, best = max(ranked, key=lambda t: (t[0], t[1]))
+    name = f"fgpo-{reasoner}-{benchmark}"
+    client = MlflowClient(default_tracking_uri())
+    if client.search_model_versions(f"name = '{name}' and run_id = '{best.run_id}'"):
+        return name
+    mlflow.set_tracking_uri(default_tracking_uri())
+    mlflow.register_model(best.model_uri, name, tags={
+        "method": method, "seed": str(seed), "setting": f"{reasoner}/{benchmark}",
+        "val/accuracy": f"{best.final.get('val/accuracy', float('nan')):.4f}",
+        "chosen_by": "val/accuracy, then val/expected_reward"})
+    return name
 
 
 def sweep_label(best: dict | None) -> str:
@@ -169,6 +218,8 @@ class RunContext:
     baselines: dict[str, float]
     runs_root: Path
     tracking: bool
+    inputs: list
+    """MLflow dataset inputs every run of the setting logs (empty without tracking)."""
 
 
 def run_key(chash: str, ctx: RunContext) -> str:
@@ -191,7 +242,8 @@ def train_seed(ctx: RunContext, method: str, cfg: TrainConfig, seed: int, best: 
         if saved.get("key") == key and (out_dir / "test_selections.parquet").exists():
             return RunResult(final=saved["final"], history=saved["history"],
                              selections=pd.read_parquet(out_dir / "test_selections.parquet"),
-                             policy=None)
+                             policy=None, run_id=saved.get("run_id"),
+                             model_uri=saved.get("model_uri"))
         done.unlink()  # another config, table or code: train afresh
     tracker = None
     try:  # from the run's creation on, an interrupt ends it KILLED
@@ -216,6 +268,8 @@ def train_seed(ctx: RunContext, method: str, cfg: TrainConfig, seed: int, best: 
                                       "tools": ctx.run_data.tool_names, "reasoner": ctx.reasoner,
                                       "benchmark": ctx.benchmark, "seed": seed},
                               run_id=run_id)
+            if run_id is None:  # a resumed run logged them when it was created
+                tracker.log_inputs(ctx.inputs)
             atomic_write_text(tracker.run_id + "\n", sidecar)
         result = train_run(method, cfg, ctx.run_data, seed, tracker, ckpt)
         test, result.selections = evaluate_test(result.policy, ctx.run_data,
@@ -223,7 +277,7 @@ def train_seed(ctx: RunContext, method: str, cfg: TrainConfig, seed: int, best: 
         result.final = {**test, **result.final, **ctx.baselines}
         out_dir.mkdir(parents=True, exist_ok=True)
         atomic_write_parquet(result.selections, out_dir / "test_selections.parquet")
-        result.policy.save_adapter(out_dir / "adapter")
+        save_policy(result.policy, cfg.policy, ctx.run_data.tool_names, out_dir / "adapter")
         figures.learning_curve(result.history, out_dir / "learning_curve.png",
                                f"{method} {ctx.reasoner}/{ctx.benchmark} seed {seed}")
         if tracker is not None:
@@ -233,14 +287,18 @@ def train_seed(ctx: RunContext, method: str, cfg: TrainConfig, seed: int, best: 
                                 int(result.final["budget/optimizer_steps"]))
             for name in ("test_selections.parquet", "learning_curve.png"):
                 tracker.log_artifact(out_dir / name)
-            tracker.log_artifact(out_dir / "adapter", "adapter")
+            tracker.flush()
+            # the policy as an MLflow model (the adapter inside): the run's Models column
+            result.run_id = tracker.run_id
+            result.model_uri = log_policy(out_dir / "adapter", tracker.run_id, tracker.uri)
             tracker.end()
     except BaseException:
         if tracker is not None:
             tracker.end("KILLED")
         raise
     atomic_write_text(json.dumps({"key": key, "final": result.final, "history": result.history,
-                                  "run_id": tracker.run_id if tracker else None}) + "\n", done)
+                                  "run_id": result.run_id, "model_uri": result.model_uri})
+                      + "\n", done)
     ckpt.unlink(missing_ok=True)  # finished: result.json stands for it from now on
     return result
 

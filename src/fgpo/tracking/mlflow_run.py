@@ -1,7 +1,15 @@
 """One MLflow run per training run.
 
-Default store: `sqlite:///mlruns/mlflow.db` with artifacts under `mlruns/artifacts` (MLflow 3
-refuses the old file store unless forced); `MLFLOW_TRACKING_URI` switches to a tracking server.
+Default store: `sqlite:///<root>/mlruns/mlflow.db` with artifacts under `mlruns/artifacts`
+(MLflow 3 refuses the old file store unless forced), where <root> is the DVC project
+(`$DVC_ROOT`, which `dvc exp run --temp` and `--queue` point at the workspace, not at their
+temporary copy, whose runs would be lost with it); `MLFLOW_TRACKING_URI` switches to a server.
+
+MLflow does most of it: the client splits a batch into requests of MLflow's size, and
+`resolve_tags` (what `mlflow.start_run` calls) adds the source, user and git commit tags, so the
+runs table's Source column names the entry point and its commit. The fluent `start_run` itself is
+not used: it keeps one active run per thread, while a sweep holds its study's run and a trial's
+run open at once, and resumes them from other processes by id.
 
 Three things MLflow's client does not do for us:
 - a fresh SQLite store is created (schema migrations) by the first process that opens it; two
@@ -25,15 +33,34 @@ from typing import Any
 import mlflow
 from filelock import FileLock
 from mlflow.tracking import MlflowClient
+from mlflow.tracking.context.registry import resolve_tags
 
 from fgpo.redact import redact, redact_url
 
 MLRUNS = Path("mlruns")
 TERMINAL = ("FINISHED", "FAILED", "KILLED")
+EXPERIMENT_KIND = {"mlflow.experimentKind": "custom_model_development"}
+"""Marks an experiment as model training: the UI opens it on the runs table (MLflow 3 otherwise
+guesses, and lands an experiment without traces on the empty GenAI overview)."""
+
+
+def project_mlruns(root: Path = MLRUNS) -> Path:
+    """`root` inside the DVC project: under `dvc exp run --temp/--queue` the working directory
+    is a temporary copy, and DVC points $DVC_ROOT at the project it came from."""
+    if not root.is_absolute() and os.environ.get("DVC_ROOT"):
+        return Path(os.environ["DVC_ROOT"]) / root
+    return root.resolve()
 
 
 def default_tracking_uri(root: Path = MLRUNS) -> str:
-    return os.environ.get("MLFLOW_TRACKING_URI") or f"sqlite:///{root.resolve() / 'mlflow.db'}"
+    return os.environ.get("MLFLOW_TRACKING_URI") or \
+        f"sqlite:///{project_mlruns(root) / 'mlflow.db'}"
+
+
+def dvc_experiment_tags() -> dict[str, str]:
+    """The DVC experiment a run belongs to (`dvc exp run` sets these; empty under `dvc repro`)."""
+    env = {"dvc.exp_name": "DVC_EXP_NAME", "dvc.baseline_rev": "DVC_EXP_BASELINE_REV"}
+    return {tag: os.environ[var] for tag, var in env.items() if os.environ.get(var)}
 
 
 def open_client(uri: str) -> MlflowClient:
@@ -93,6 +120,24 @@ FLUSH_AT = 1000
 """Metrics buffered before a write (MLflow's limit per log_batch request)."""
 
 
+def experiment_id(client: MlflowClient, name: str, root: Path = MLRUNS, uri: str = "") -> str:
+    """The id of experiment `name`, created when missing (artifacts beside a SQLite store) and
+    marked as a model-training experiment."""
+    exp = client.get_experiment_by_name(name)
+    if exp is None:
+        artifacts = (project_mlruns(root) / "artifacts").as_uri() if uri.startswith("sqlite") \
+            else None
+        try:
+            return client.create_experiment(name, artifact_location=artifacts,
+                                            tags=EXPERIMENT_KIND)
+        except mlflow.exceptions.MlflowException:  # another worker created it meanwhile
+            exp = client.get_experiment_by_name(name)
+    for key, value in EXPERIMENT_KIND.items():  # a store from before the kind was set
+        if exp.tags.get(key) != value:
+            client.set_experiment_tag(exp.experiment_id, key, value)
+    return exp.experiment_id
+
+
 class Tracker:
     """A thin wrapper: start (or resume) a run, log batched metrics, artifacts, end."""
 
@@ -106,15 +151,16 @@ class Tracker:
         exp_id = self._experiment_id(experiment, root)
         if run_id is None:
             all_tags = {k: str(v) for k, v in redact(dict(tags)).items()}
+            all_tags.update(dvc_experiment_tags())
             if parent_run_id:
                 all_tags["mlflow.parentRunId"] = parent_run_id
-            run = self.client.create_run(exp_id, run_name=run_name, tags=all_tags)
+            run = self.client.create_run(exp_id, run_name=run_name,
+                                         tags=resolve_tags(all_tags))
             run_id = run.info.run_id
             flat = flatten(redact(params))
             items = [mlflow.entities.Param(k, str(v)[:6000]) for k, v in flat.items()]
             try:
-                for i in range(0, len(items), 100):
-                    self.client.log_batch(run_id, params=items[i:i + 100])
+                self.client.log_batch(run_id, params=items)  # the client splits it
             except BaseException:  # interrupted before the caller holds the run: end it here
                 self.client.set_terminated(run_id, status="KILLED")
                 raise
@@ -129,15 +175,11 @@ class Tracker:
         return f"Tracker(uri={redact_url(self.uri)!r}, run_id={self.run_id!r})"
 
     def _experiment_id(self, name: str, root: Path) -> str:
-        exp = self.client.get_experiment_by_name(name)
-        if exp is not None:
-            return exp.experiment_id
-        artifacts = (root.resolve() / "artifacts").as_uri() if self.uri.startswith("sqlite") \
-            else None
-        try:
-            return self.client.create_experiment(name, artifact_location=artifacts)
-        except mlflow.exceptions.MlflowException:  # another worker created it meanwhile
-            return self.client.get_experiment_by_name(name).experiment_id
+        return experiment_id(self.client, name, root, self.uri)
+
+    def log_inputs(self, datasets: list[mlflow.entities.DatasetInput]) -> None:
+        """The datasets the run read (the runs table's Dataset column)."""
+        self.client.log_inputs(self.run_id, datasets=datasets)
 
     def log_metrics(self, metrics: dict[str, float], step: int) -> None:
         """Buffered: written when `FLUSH_AT` metrics wait, on `flush()` (the training loop calls
@@ -151,8 +193,8 @@ class Tracker:
 
     def flush(self) -> None:
         pending, self._pending = self._pending, []
-        for i in range(0, len(pending), FLUSH_AT):  # MLflow takes <= 1000 metrics a request
-            self.client.log_batch(self.run_id, metrics=pending[i:i + FLUSH_AT])
+        if pending:
+            self.client.log_batch(self.run_id, metrics=pending)  # the client splits it
 
     def log_artifact(self, path: Path, artifact_path: str | None = None) -> None:
         if Path(path).is_dir():

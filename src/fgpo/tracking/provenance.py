@@ -10,6 +10,8 @@ EXPERIMENT = "fgpo"
 """Training runs (one per method x setting x seed) and the report run (tag kind=report)."""
 SWEEP_EXPERIMENT = "fgpo-sweeps"
 """Optuna studies (parent runs) and their trials (nested runs)."""
+TABLES_EXPERIMENT = "fgpo-reward-tables"
+"""Reward-table builds: one run each (reasoner, cells, calls, throughput, unparseable share)."""
 TUNE_EXPERIMENT = "fgpo-tune"
 """The per-method tuning studies of `fgpo tune` (parent runs) and their trials (nested)."""
 

