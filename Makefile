@@ -51,8 +51,9 @@ bench: install
 clean:
 	rm -rf $(VENV) .pytest_cache
 
-## MLflow UI on the repo's tracking store (http://127.0.0.1:5000).
+## MLflow UI on the repo's tracking store; open the URL it prints (the model-training view).
 ui: install
+	@echo "MLflow UI: http://127.0.0.1:5000/#/experiments?workflowType=machine_learning"
 	$(BIN)/mlflow ui --backend-store-uri sqlite:///$(CURDIR)/mlruns/mlflow.db \
 	    --default-artifact-root $(CURDIR)/mlruns/artifacts --workers 1 --host 127.0.0.1 --port 5000
 

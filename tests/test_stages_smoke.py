@@ -685,3 +685,83 @@ def test_tune_cli_writes_the_tuned_file_and_a_rerun_trains_nothing(built, tmp_pa
     assert again.returncode == 0, again.stderr[-3000:]
     assert "fgpo: 1 complete trials" in again.stdout
     assert (tmp_path / "tune/trials.csv").read_text() == first
+
+
+def _one_setting_project(work: Path) -> dict:
+    """A git + DVC project of the main pipeline on the shrunken config, one benchmark (why: a
+    setting's full path in about a minute); returns its params."""
+    work.mkdir()
+    dvc_yaml = yaml.safe_load((REPO / "dvc.yaml").read_text())
+    dvc_yaml.pop("plots", None)  # the top-level plots name the full reasoner set
+    (work / "dvc.yaml").write_text(yaml.safe_dump(dvc_yaml, sort_keys=False))
+    shutil.copytree(REPO / "src", work / "src", ignore=shutil.ignore_patterns("__pycache__"))
+    (work / "sweeps").mkdir()
+    shutil.copy(REPO / "sweeps/best.yaml", work / "sweeps")
+    shutil.copytree(REPO / "tune", work / "tune", ignore=shutil.ignore_patterns("optuna.db*"))
+    shutil.copy(REPO / ".gitignore", work / ".gitignore")
+    small_params(work)
+    params = yaml.safe_load((work / "params.yaml").read_text())
+    params["prepare"] = {"genomeqa": params["prepare"]["genomeqa"]}
+    (work / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
+    for cmd in (["init", "-q"], ["config", "user.email", "t@example.org"],
+                ["config", "user.name", "test"]):
+        subprocess.run(["git", *cmd], cwd=work, check=True)
+    _dvc("init", "-q", cwd=work)
+    return params
+
+
+def _dvc_json(*args: str, cwd: Path):
+    r = subprocess.run([str(BIN / "dvc"), *args, "--json"], cwd=cwd, capture_output=True,
+                       text=True, env={**os.environ, "PATH": f"{BIN}:{os.environ['PATH']}"})
+    assert r.returncode == 0, r.stdout + r.stderr
+    return json.loads(r.stdout)
+
+
+@pytest.mark.slow
+def test_a_queued_dvc_experiment_logs_to_the_projects_mlflow_store(tmp_path):
+    """`dvc exp run --queue -S ...` then `--run-all` (each in a temporary copy of the project):
+    the experiment's training runs land in the project's MLflow store, tagged with the DVC
+    experiment's name and baseline revision, with the experiment's params; `dvc exp show` lists
+    its metrics beside the baseline's; `dvc plots diff` draws the validation curves on the
+    x and y the train stage declares."""
+    from mlflow.tracking import MlflowClient
+
+    work = tmp_path / "repo"
+    _one_setting_project(work)
+    _dvc("repro", cwd=work)
+    subprocess.run(["git", "add", "-A"], cwd=work, check=True)
+    subprocess.run(["git", "commit", "-qm", "baseline"], cwd=work, check=True)
+    baseline = subprocess.run(["git", "rev-parse", "HEAD"], cwd=work, check=True,
+                              capture_output=True, text=True).stdout.strip()
+    # tune.apply=false: the tuned values would otherwise shadow train.learning_rate
+    _dvc("exp", "run", "--queue", "-n", "lr-up", "-S", "tune.apply=false",
+         "-S", "train.learning_rate=0.05", cwd=work)
+    _dvc("exp", "run", "--run-all", cwd=work)
+
+    client = MlflowClient(f"sqlite:///{work / 'mlruns' / 'mlflow.db'}")
+    fgpo_exp = client.get_experiment_by_name("fgpo").experiment_id
+    runs = client.search_runs([fgpo_exp], filter_string="tags.`dvc.exp_name` = 'lr-up'")
+    assert sorted(r.data.tags["method"] for r in runs) == ["fgpo", "grpo"]
+    for run in runs:
+        assert run.data.tags["dvc.baseline_rev"] == baseline
+        assert float(run.data.params["train.learning_rate"]) == 0.05
+        assert run.info.status == "FINISHED"
+    base_runs = client.search_runs([fgpo_exp], filter_string="tags.method = 'fgpo'")
+    assert len(base_runs) == 2 and "dvc.exp_name" not in base_runs[-1].data.tags  # dvc repro's
+    assert not list((work / ".dvc/tmp").rglob("mlflow.db"))  # nothing left in the copies
+
+    shown = _dvc_json("exp", "show", cwd=work)
+    (commit,) = [b for b in shown if b["rev"] == baseline]
+    (exp,) = commit["experiments"]
+    assert exp["name"] == "lr-up"
+    metrics = {rev: r["data"]["metrics"]["metrics/train/careful_expert/genomeqa/fgpo.json"]
+               ["data"] for rev, r in (("base", commit), ("exp", exp["revs"][0]))}
+    assert metrics["exp"]["val/expected_reward"] != metrics["base"]["val/expected_reward"]
+    assert exp["revs"][0]["data"]["params"]["params.yaml"]["data"]["train"][
+        "learning_rate"] == 0.05
+
+    diff = _dvc_json("plots", "diff", "HEAD", "lr-up", cwd=work)
+    (spec,) = diff["data"]["plots/train/careful_expert/genomeqa/fgpo.csv"]
+    assert spec["revisions"] == ["HEAD", "lr-up"]  # one curve per experiment
+    assert spec["content"]["encoding"]["x"]["field"] == "step"
+    assert '"y": {"field": "val_accuracy"' in json.dumps(spec["content"])

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 from pathlib import Path
+from urllib.parse import unquote
 
 import pytest
 from mlflow.tracking import MlflowClient
@@ -122,3 +124,53 @@ def test_sigterm_becomes_system_exit() -> None:
         signal.pause()  # never reached when the handler raises
     assert info.value.code == 128 + signal.SIGTERM
     assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL  # the old handler is back
+
+
+# ---- MLflow's own concepts: experiment kind, DVC experiment tags, UI links --------------------
+def test_experiments_are_model_training_and_runs_carry_the_dvc_experiment(tmp_path, monkeypatch):
+    """A new experiment, and one a store held from before, are marked model training; under
+    `dvc exp run` (DVC sets the env) runs carry the experiment's name and baseline, and the store
+    is the project's ($DVC_ROOT), not the temporary copy the stage runs in."""
+    from fgpo.tracking.mlflow_run import default_tracking_uri
+
+    project, copy = tmp_path / "project", tmp_path / "project/.dvc/tmp/exps/tmpabc"
+    copy.mkdir(parents=True)
+    monkeypatch.chdir(copy)
+    monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
+    monkeypatch.setenv("DVC_ROOT", str(project))
+    monkeypatch.setenv("DVC_EXP_NAME", "lr-up")
+    monkeypatch.setenv("DVC_EXP_BASELINE_REV", "a" * 40)
+    assert default_tracking_uri() == f"sqlite:///{project / 'mlruns' / 'mlflow.db'}"
+    client = open_client(default_tracking_uri())
+    old = client.create_experiment("old")  # created before the kind was set
+    run = Tracker("old", "r", {"method": "fgpo"}, {})
+    run.end()
+    assert client.get_experiment(old).tags["mlflow.experimentKind"] == \
+        "custom_model_development"
+    tags = client.get_run(run.run_id).data.tags
+    assert tags["dvc.exp_name"] == "lr-up" and tags["dvc.baseline_rev"] == "a" * 40
+    assert tags["mlflow.source.type"] == "LOCAL" and "mlflow.user" in tags
+    assert not (copy / "mlruns").exists()
+
+
+def test_run_links_open_the_model_training_view(tmp_path):
+    """The report's links: each method's latest finished run per seed and a compare view of
+    them all, each with the URL parameter that opens MLflow's model-training view."""
+    from fgpo.tracking.runs import run_links
+
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    ids = {}
+    for method in ("fgpo", "grpo"):
+        run = Tracker("fgpo", method, {"method": method, "seed": "0", "setting": "a/b"}, {},
+                      uri=uri, root=tmp_path)
+        run.end()
+        ids[method] = run.run_id
+    client = open_client(uri)
+    exp = client.get_experiment_by_name("fgpo").experiment_id
+    md = run_links(client, exp, "http://ui:5000/", ["fgpo", "grpo"], {"setting": "a/b"})
+    assert f"[FGPO s0](http://ui:5000/#/experiments/{exp}/runs/{ids['fgpo']}" \
+           f"?workflowType=machine_learning)" in md
+    compare = md.split("[compare](")[1].rstrip(")")
+    assert compare.endswith("&workflowType=machine_learning")
+    assert json.loads(unquote(compare.split("runs=")[1].split("&")[0])) == \
+        [ids["fgpo"], ids["grpo"]]

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import asdict
+from importlib.util import find_spec
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +31,8 @@ from fgpo.question import Question
 from fgpo.tools.subsets import subset_tools
 
 POLICY_FILE = "policy.json"
+ENTRY = "fgpo.policy.pyfunc_entry"
+"""The module MLflow runs to build the model when it loads it (models from code)."""
 SIGNATURE = ModelSignature(
     inputs=Schema([ColSpec("string", "question"),
                    ColSpec("string", "sequences", required=False)]),
@@ -37,6 +40,12 @@ SIGNATURE = ModelSignature(
                     ColSpec("double", "p_selected")]))
 """sequences: a JSON object label -> DNA ({"seq": ...}, {"ref": ..., "alt": ...}), as the
 benchmark stores them; tools: the chosen tools comma-joined in the table's order."""
+
+
+EXAMPLE = pd.DataFrame({
+    "question": ["Does this sequence contain an EcoRI site (GAATTC)?"],
+    "sequences": ['{"seq": "ATGCGAATTCGGCTAGCTAGGCTAACGT"}']})
+"""The input example stored with the model (the UI shows it; MLflow checks it predicts)."""
 
 
 def save_policy(policy: Policy, cfg: PolicyConfig, tool_names: list[str], path: Path) -> None:
@@ -108,7 +117,8 @@ def log_policy(policy_dir: Path, run_id: str, uri: str) -> str:
     mlflow.set_tracking_uri(uri)
     with mlflow.start_run(run_id=run_id):  # attaches the model to the run (resumed by id)
         info = mlflow.pyfunc.log_model(
-            name="policy", python_model=PolicyModel(), artifacts={"policy": str(policy_dir)},
-            signature=SIGNATURE, pip_requirements=requirements(),
+            name="policy", python_model=find_spec(ENTRY).origin,
+            artifacts={"policy": str(policy_dir)}, signature=SIGNATURE,
+            input_example=EXAMPLE, pip_requirements=requirements(),
             code_paths=[str(Path(fgpo.__file__).parent)])
     return info.model_uri

@@ -42,7 +42,7 @@ from fgpo.train.estimators import ESTIMATORS
 from fgpo.train.settings import resolve_device
 from fgpo.train.loop import RunResult, check_run_data, config_hash, train_run
 from fgpo.train.overrides import (BEST_PARAMS, TUNED_PARAMS, apply, apply_best,
-                                  read_best, read_tuned, tuned_source)
+                                  apply_tuned, read_best, read_tuned, tuned_source)
 
 
 def swept_params(method: str, reasoner: str, benchmark: str, params: Path,
@@ -139,8 +139,7 @@ def _main(reasoner: str, benchmark: str, methods: list[str] | None, params: Path
         finished += [(method, seed, r) for seed, r in zip(cfg.seeds, results)]
         out[method] = write_method_outputs(results, cfg.seeds, method, reasoner, benchmark,
                                            best, metrics_root, plots_root, selections_root,
-                                           tuned_source(method, Path(params).parent
-                                                        / TUNED_PARAMS))
+                                           tuned_label(method, params))
     if set(methods) == set(base_cfg.methods):  # a method dropped from train.methods: its files go
         for root, ext in ((metrics_root, "json"), (plots_root, "csv")):
             for stale in (root / reasoner / benchmark).glob(f"*.{ext}"):
@@ -190,6 +189,14 @@ def register_best(finished: list[tuple[str, int, RunResult]], reasoner: str,
     return name
 
 
+def tuned_label(method: str, params: Path) -> str:
+    """Where the method's settings came from: tuned | from <relative> | untuned, or
+    'off (tune.apply: false)' when the tuned values were not applied."""
+    if not apply_tuned(params):
+        return "off (tune.apply: false)"
+    return tuned_source(method, Path(params).parent / TUNED_PARAMS)
+
+
 def sweep_label(best: dict | None) -> str:
     """'study#trial' of the sweep whose best params a run used, or 'none'."""
     return f"{best['study']}#{best['trial']}" if best else "none"
@@ -201,7 +208,8 @@ def method_config(cfg: TrainConfig, method: str, reasoner: str, benchmark: str, 
     method's tuned values (tune/tuned.yaml, from `make tune`) over it, and the setting's best
     sweep params over those when sweep.apply_best is on; plus the sweep record used."""
     # tune/tuned.yaml sits beside the params file (the repository root under `dvc repro`)
-    cfg = apply(cfg, read_tuned(method, tuned or Path(params).parent / TUNED_PARAMS))
+    if apply_tuned(params):
+        cfg = apply(cfg, read_tuned(method, tuned or Path(params).parent / TUNED_PARAMS))
     best = swept_params(method, reasoner, benchmark, params)
     return (apply(cfg, best["params"]) if best else cfg), best
 

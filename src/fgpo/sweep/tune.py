@@ -48,6 +48,12 @@ SHARED = ("learning_rate", "head_lr_mult", "beta")
 class TuneConfig:
     """`tune:` section of params.yaml."""
 
+    apply: bool = True
+    """The train stage trains each method with its tuned values (tune/tuned.yaml) over the
+    train section. false: every method trains with the train section as it is, e.g.
+    `dvc exp run -S tune.apply=false -S train.learning_rate=0.003` (with it on, a tuned value
+    shadows the same key of the train section). Read by the train stage itself
+    (`fgpo.train.overrides.apply_tuned`)."""
     methods: list[str] = field(default_factory=lambda: ["fgpo", "grpo"])
     """Methods tuned, each in its own study with the same trials and budget."""
     settings: list[str] = field(default_factory=lambda: [

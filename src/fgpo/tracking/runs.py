@@ -12,6 +12,12 @@ from mlflow.tracking import MlflowClient
 from fgpo.tracking.mlflow_run import MLRUNS, open_client
 
 
+ML_VIEW = "workflowType=machine_learning"
+"""MLflow 3.17's UI opens in its GenAI view (a per-browser choice it remembers) and then shows
+an experiment's traces overview, whatever the experiment's kind; this URL parameter opens the
+model-training view: runs table, run pages with datasets and models, the compare view."""
+
+
 def local_store_missing(uri: str) -> bool:
     """True when `uri` is the default SQLite store and nothing has created it yet."""
     return uri.startswith("sqlite:///") and not (MLRUNS / "mlflow.db").exists()
@@ -42,11 +48,11 @@ def run_links(client: MlflowClient, experiment_id: str, ui: str, methods: list[s
     `tags` and `method`) and one compare view of them all; 'no finished run' when none."""
     ui = ui.rstrip("/")
     ids = {m: latest_finished_runs(client, experiment_id, {"method": m, **tags}) for m in methods}
-    parts = [f"[{m.upper()} s{i}]({ui}/#/experiments/{experiment_id}/runs/{rid})"
+    parts = [f"[{m.upper()} s{i}]({ui}/#/experiments/{experiment_id}/runs/{rid}?{ML_VIEW})"
              for m in methods for i, rid in enumerate(ids[m])]
     every = [rid for m in methods for rid in ids[m]]
     if every:
         q = quote(json.dumps(every, separators=(",", ":")))
         e = quote(json.dumps([experiment_id]))
-        parts.append(f"[compare]({ui}/#/compare-runs?runs={q}&experiments={e})")
+        parts.append(f"[compare]({ui}/#/compare-runs?runs={q}&experiments={e}&{ML_VIEW})")
     return " · ".join(parts) or "no finished run"

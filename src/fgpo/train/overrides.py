@@ -53,13 +53,22 @@ def _read(path: Path) -> dict[str, Any]:
     return raw
 
 
-def apply_best(params: Path) -> bool:
-    """`sweep.apply_best` of params.yaml, read without the sweep's own config (and Optuna)."""
-    value = (read_params(params).get("sweep") or {}).get("apply_best", False)
+def _switch(params: Path, section: str, key: str, default: bool) -> bool:
+    value = (read_params(params).get(section) or {}).get(key, default)
     if not isinstance(value, bool):
         raise InputError(f"must be true or false, got {value!r}", file=str(params),
-                         field="sweep.apply_best")
+                         field=f"{section}.{key}")
     return value
+
+
+def apply_best(params: Path) -> bool:
+    """`sweep.apply_best` of params.yaml, read without the sweep's own config (and Optuna)."""
+    return _switch(params, "sweep", "apply_best", False)
+
+
+def apply_tuned(params: Path) -> bool:
+    """`tune.apply` of params.yaml (default true), read without the tune config (and Optuna)."""
+    return _switch(params, "tune", "apply", True)
 
 
 def read_best(method: str, reasoner: str, benchmark: str, path: Path = BEST_PARAMS
