@@ -103,21 +103,27 @@ def _dvc(*args: str, cwd: Path) -> str:
     return r.stdout + r.stderr
 
 
+def _project_files(work: Path) -> None:
+    """A copy of the project's pipeline in `work`: dvc.yaml (without the top-level plots, which
+    name the full reasoner set), the code, the committed params files of train (sweeps/best.yaml,
+    tune/) and the shrunken params."""
+    work.mkdir()
+    dvc_yaml = yaml.safe_load((REPO / "dvc.yaml").read_text())
+    dvc_yaml.pop("plots", None)
+    (work / "dvc.yaml").write_text(yaml.safe_dump(dvc_yaml, sort_keys=False))
+    shutil.copytree(REPO / "src", work / "src", ignore=shutil.ignore_patterns("__pycache__"))
+    (work / "sweeps").mkdir()
+    shutil.copy(REPO / "sweeps/best.yaml", work / "sweeps")
+    shutil.copytree(REPO / "tune", work / "tune", ignore=shutil.ignore_patterns("optuna.db*"))
+    small_params(work)
+
+
 @pytest.mark.slow
 def test_dvc_repro_is_incremental(tmp_path):
     """dvc repro builds everything; a second run does nothing; a changed benchmark parameter
     rebuilds only that benchmark and what depends on it (its tool outputs and tables)."""
     work = tmp_path / "repo"
-    work.mkdir()
-    dvc_yaml = yaml.safe_load((REPO / "dvc.yaml").read_text())
-    dvc_yaml.pop("plots", None)  # the top-level plots name the full reasoner set
-    (work / "dvc.yaml").write_text(yaml.safe_dump(dvc_yaml, sort_keys=False))
-    shutil.copytree(REPO / "src", work / "src", ignore=shutil.ignore_patterns("__pycache__"))
-    (work / "sweeps").mkdir()
-    shutil.copy(REPO / "sweeps/best.yaml", work / "sweeps")  # committed: a train params file
-    shutil.copytree(REPO / "tune", work / "tune",  # committed: the tuned values, the trials
-                    ignore=shutil.ignore_patterns("optuna.db*"))
-    small_params(work)
+    _project_files(work)
     subprocess.run(["git", "init", "-q"], cwd=work, check=True)
     _dvc("init", "-q", cwd=work)
     first = _dvc("repro", cwd=work)
@@ -180,17 +186,9 @@ def test_ablation_pipeline_runs_beside_the_main_one(tmp_path):
     from mlflow.tracking import MlflowClient
 
     work = tmp_path / "repo"
-    work.mkdir()
-    dvc_yaml = yaml.safe_load((REPO / "dvc.yaml").read_text())
-    dvc_yaml.pop("plots", None)  # the top-level plots name the full reasoner set
-    (work / "dvc.yaml").write_text(yaml.safe_dump(dvc_yaml, sort_keys=False))
+    _project_files(work)
     (work / "ablation").mkdir()
     shutil.copy(REPO / "ablation/dvc.yaml", work / "ablation")
-    shutil.copytree(REPO / "src", work / "src", ignore=shutil.ignore_patterns("__pycache__"))
-    (work / "sweeps").mkdir()
-    shutil.copy(REPO / "sweeps/best.yaml", work / "sweeps")
-    shutil.copytree(REPO / "tune", work / "tune", ignore=shutil.ignore_patterns("optuna.db*"))
-    small_params(work)
     params = yaml.safe_load((work / "params.yaml").read_text())
     params["prepare"] = {"genomeqa": params["prepare"]["genomeqa"]}  # one benchmark
     params["ablation"].update(reasoners=["careful_expert"], benchmarks=["genomeqa"],
@@ -690,16 +688,8 @@ def test_tune_cli_writes_the_tuned_file_and_a_rerun_trains_nothing(built, tmp_pa
 def _one_setting_project(work: Path) -> dict:
     """A git + DVC project of the main pipeline on the shrunken config, one benchmark (why: a
     setting's full path in about a minute); returns its params."""
-    work.mkdir()
-    dvc_yaml = yaml.safe_load((REPO / "dvc.yaml").read_text())
-    dvc_yaml.pop("plots", None)  # the top-level plots name the full reasoner set
-    (work / "dvc.yaml").write_text(yaml.safe_dump(dvc_yaml, sort_keys=False))
-    shutil.copytree(REPO / "src", work / "src", ignore=shutil.ignore_patterns("__pycache__"))
-    (work / "sweeps").mkdir()
-    shutil.copy(REPO / "sweeps/best.yaml", work / "sweeps")
-    shutil.copytree(REPO / "tune", work / "tune", ignore=shutil.ignore_patterns("optuna.db*"))
+    _project_files(work)
     shutil.copy(REPO / ".gitignore", work / ".gitignore")
-    small_params(work)
     params = yaml.safe_load((work / "params.yaml").read_text())
     params["prepare"] = {"genomeqa": params["prepare"]["genomeqa"]}
     (work / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
