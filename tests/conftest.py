@@ -33,3 +33,33 @@ def postgres_url() -> str:
     if r.returncode != 0:
         pytest.skip(f"PostgreSQL could not be started: {r.stderr.strip()[-300:]}")
     return r.stdout.strip()
+
+
+S3_CREDENTIALS = {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing",
+                  "AWS_DEFAULT_REGION": "us-east-1"}
+
+
+@pytest.fixture(scope="session")
+def s3_endpoint() -> str:
+    """The endpoint URL of an S3-compatible server (moto): the CI's (`.ci/run` exports it) or
+    one started by scripts/s3.sh; skips when neither is possible. Any credentials do (the
+    tests use S3_CREDENTIALS); each test creates its own bucket."""
+    url = os.environ.get("FGPO_TEST_S3_ENDPOINT")
+    if url:
+        return url
+    r = subprocess.run([str(REPO / "scripts" / "s3.sh"), "start"], capture_output=True, text=True)
+    if r.returncode != 0:
+        pytest.skip(f"the S3 server could not be started: {r.stderr.strip()[-300:]}")
+    return r.stdout.strip()
+
+
+def new_bucket(endpoint: str, name: str) -> str:
+    """Create bucket `name` on the test server; returns its s3:// URL."""
+    import boto3
+
+    s3 = boto3.client("s3", endpoint_url=endpoint, **{k.lower(): v for k, v in
+                                                        S3_CREDENTIALS.items()
+                                                        if k != "AWS_DEFAULT_REGION"},
+                      region_name=S3_CREDENTIALS["AWS_DEFAULT_REGION"])
+    s3.create_bucket(Bucket=name)
+    return f"s3://{name}"
