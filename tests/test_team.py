@@ -1,15 +1,21 @@
 """Team setup (README, "Team setup"): the services such a team runs, each started on localhost
-(by `.ci/run`, or by the fixtures in conftest.py): a shared S3 DVC remote (moto's S3 server)."""
+(by `.ci/run`, or by the fixtures in conftest.py): a shared S3 DVC remote (moto's S3 server) and
+one MLflow tracking server on a PostgreSQL backend store with its artifacts on S3."""
 
 from __future__ import annotations
 
 import filecmp
 import os
+import re
+import socket
 import subprocess
 import sys
+import time
+import urllib.request
 from pathlib import Path
 
 import pytest
+import yaml
 
 from conftest import S3_CREDENTIALS, new_bucket
 from test_stages_smoke import _one_setting_project
@@ -28,16 +34,76 @@ def run(*args: str, cwd: Path, **env: str) -> str:
     return r.stdout + r.stderr
 
 
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def new_database(postgres_url: str, name: str) -> str:
+    """A fresh database on the test's PostgreSQL server; returns its SQLAlchemy URL for psycopg."""
+    import psycopg
+
+    server = postgres_url.rsplit("/", 1)[0]
+    with psycopg.connect(f"{server}/postgres", autocommit=True) as conn:
+        conn.execute(f'DROP DATABASE IF EXISTS "{name}"')
+        conn.execute(f'CREATE DATABASE "{name}"')
+    return f"{server.replace('postgresql://', 'postgresql+psycopg://')}/{name}"
+
+
+@pytest.fixture(scope="module")
+def mlflow_server(postgres_url, s3_endpoint, tmp_path_factory):
+    """The team's MLflow server, started as the README says: runs and the model registry in
+    PostgreSQL, artifacts (models, datasets' files) in S3, proxied by the server so the
+    clients need no S3 credentials. Yields (tracking URL, backend store URL, bucket URL)."""
+    backend = new_database(postgres_url, f"fgpo_mlflow_server_{os.getpid()}")
+    bucket = new_bucket(s3_endpoint, f"fgpo-mlflow-{os.getpid()}")
+    port = free_port()
+    log = tmp_path_factory.mktemp("mlflow-server") / "server.log"
+    env = {**os.environ, **S3_CREDENTIALS, "MLFLOW_S3_ENDPOINT_URL": s3_endpoint}
+    with open(log, "w") as out:
+        proc = subprocess.Popen([str(BIN / "mlflow"), "server", "--backend-store-uri", backend,
+                                 "--artifacts-destination", f"{bucket}/artifacts",
+                                 "--host", "127.0.0.1", "--port", str(port), "--workers", "1"],
+                                env=env, stdout=out, stderr=subprocess.STDOUT)
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.time() + 120
+    while True:
+        assert proc.poll() is None, log.read_text()[-3000:]
+        try:
+            urllib.request.urlopen(f"{url}/health", timeout=2)
+            break
+        except OSError:
+            assert time.time() < deadline, log.read_text()[-3000:]
+            time.sleep(0.5)
+    yield url, backend, bucket
+    proc.terminate()
+    proc.wait(timeout=30)
+
+
+def s3_keys(endpoint: str, bucket: str) -> list[str]:
+    import boto3
+
+    s3 = boto3.client("s3", endpoint_url=endpoint, aws_access_key_id="testing",
+                      aws_secret_access_key="testing", region_name="us-east-1")
+    pages = s3.get_paginator("list_objects_v2").paginate(Bucket=bucket.removeprefix("s3://"))
+    return [o["Key"] for page in pages for o in page.get("Contents", [])]
+
+
 def stages_run(log: str) -> set[str]:
     return {line.split("'")[1] for line in log.splitlines() if line.startswith("Running stage '")}
 
 
-# ---- 1. a shared DVC remote on S3 ------------------------------------------------------------
+# ---- the team's workflow: tables on S3, runs on one MLflow server ------------------------------
 @pytest.mark.slow
-def test_tables_pushed_to_s3_pull_byte_identical_and_repro_then_only_trains(tmp_path,
-                                                                            s3_endpoint):
+def test_tables_pushed_to_s3_pull_byte_identical_and_runs_land_on_the_team_server(
+        tmp_path, s3_endpoint, mlflow_server):
     """The GPU machine builds the tables and pushes them to the team's S3 remote; a fresh clone
-    pulls them byte for byte, and its `dvc repro` runs only the training and the report."""
+    pulls them byte for byte, and its `dvc repro` runs only the training and the report, logging
+    to the team's MLflow server (PostgreSQL + S3): training runs with their datasets, models in
+    S3 and the registry, a sweep's trials, and the report's links read back from the server."""
+    from mlflow.tracking import MlflowClient
+
     gpu = tmp_path / "gpu"
     _one_setting_project(gpu)
     run("dvc", "repro", "table_stats", cwd=gpu)
@@ -61,7 +127,41 @@ def test_tables_pushed_to_s3_pull_byte_identical_and_repro_then_only_trains(tmp_
     for rel in outs:
         assert filecmp.cmp(gpu / rel, laptop / rel, shallow=False), rel
 
-    ran = stages_run(run("dvc", "repro", cwd=laptop))
+    server, _, artifacts = mlflow_server
+    ran = stages_run(run("dvc", "repro", cwd=laptop, MLFLOW_TRACKING_URI=server))
     assert ran, "dvc repro ran nothing"
     assert all(s.startswith(("train@", "report")) for s in ran), sorted(ran)
     assert any(s.startswith("train@") for s in ran)
+    assert not (laptop / "mlruns" / "mlflow.db").exists()  # nothing in a local store
+
+    # ---- what the server holds: runs, their inputs, models in S3, the registry ----
+    client = MlflowClient(server)
+    exp = client.get_experiment_by_name("fgpo")
+    every = client.search_runs([exp.experiment_id], "attributes.status = 'FINISHED'")
+    runs = [r for r in every if r.data.tags.get("kind") != "report"]  # the report's own run
+    assert "report" in {r.data.tags.get("kind") for r in every}
+    assert sorted(r.data.tags["method"] for r in runs) == ["fgpo", "grpo"]
+    for r in runs:
+        sources = {d.dataset.name for d in r.inputs.dataset_inputs}
+        assert any("careful_expert" in n and "genomeqa" in n for n in sources), sources
+    keys = s3_keys(s3_endpoint, artifacts)
+    assert any(k.endswith("MLmodel") for k in keys), keys[:20]
+    registered = client.search_registered_models()
+    assert [m.name for m in registered] == ["fgpo-careful_expert-genomeqa"]
+    # the report's links point at the server's UI and name these runs
+    links = (laptop / "reports" / "mlflow_runs.md").read_text()
+    linked = set(re.findall(r"/runs/([0-9a-f]{32})", links))
+    assert linked == {r.info.run_id for r in runs}
+    assert f"{server}/#/experiments/{exp.experiment_id}/runs/" in links
+
+    # ---- a sweep on the same server ----
+    params = yaml.safe_load((laptop / "params.yaml").read_text())
+    params["sweep"]["space"]["batch_size"]["choices"] = [4]  # the shrunken split has 14 questions
+    (laptop / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
+    run("fgpo", "sweep", "--method", "grpo", "--reasoner", "careful_expert", "--benchmark",
+        "genomeqa", "--n-trials", "2", "--storage", f"sqlite:///{tmp_path / 'optuna.db'}",
+        cwd=laptop, MLFLOW_TRACKING_URI=server)
+    sweeps = client.get_experiment_by_name("fgpo-sweeps")
+    trials = client.search_runs([sweeps.experiment_id], "tags.kind = 'trial'")
+    states = {t.data.tags["optuna_state"]: t.data.tags.get("error") for t in trials}
+    assert len(trials) == 2 and set(states) <= {"COMPLETE", "PRUNED"}, states

@@ -37,7 +37,9 @@ class ReportConfig:
     heatmap_top_subsets: int = 12
     """Columns of a heat map: the subsets either method chose most often (>= 1)."""
     mlflow_ui: str = "http://127.0.0.1:5000"
-    """Base URL of the MLflow UI (`make ui`) that `reports/mlflow_runs.md` links into."""
+    """Base URL of the MLflow UI (`make ui`) that `reports/mlflow_runs.md` links into for the
+    local store; runs on a tracking server (MLFLOW_TRACKING_URI=http(s)://...) are linked at the
+    server's own URL, which serves the UI."""
 
     def __post_init__(self) -> None:
         if not 0.5 < self.level < 1:

@@ -86,7 +86,8 @@ def load_setting(reasoner: str, benchmark: str, methods: list[str], tools_cfg: T
 
 def mlflow_links(rows: list[dict[str, Any]], methods: list[str], cfg: ReportConfig,
                  table_md5: dict[str, str]) -> tuple[dict[str, str], str]:
-    """Per setting, markdown links to its runs in the MLflow UI, from the local store."""
+    """Per setting, markdown links to its runs in the MLflow UI: the tracking server's own
+    (MLFLOW_TRACKING_URI=http...) or `make ui`'s on the local store (report.mlflow_ui)."""
     from fgpo.redact import redact_text, redact_url
     from fgpo.tracking.mlflow_run import default_tracking_uri
     from fgpo.tracking.runs import local_store_missing, open_experiment, run_links
@@ -97,10 +98,12 @@ def mlflow_links(rows: list[dict[str, Any]], methods: list[str], cfg: ReportConf
         client, exp = open_experiment(EXPERIMENT, uri)
         if exp is None:
             return {}, f"No experiment {EXPERIMENT!r} in {redact_url(uri)}."
+        # a tracking server serves its own UI; the local store is seen through `make ui`
+        ui = redact_url(uri) if uri.startswith(("http://", "https://")) else cfg.mlflow_ui
         links = {}
         for r in rows:
             setting = f"{r['reasoner']}/{r['benchmark']}"
-            links[setting] = run_links(client, exp.experiment_id, cfg.mlflow_ui, methods,
+            links[setting] = run_links(client, exp.experiment_id, ui, methods,
                                        {"setting": setting, "table_md5": table_md5[setting]})
         where = (f"Tracking store: `{redact_url(uri)}`, experiment `{EXPERIMENT}` "
                  f"(id {exp.experiment_id}).")
