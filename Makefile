@@ -9,7 +9,7 @@ export FGPO_CACHE_DIR ?= $(CURDIR)/.cache/fgpo
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 
-.PHONY: install run test readme bench clean ui sweep tune ablation
+.PHONY: install run test readme bench clean ui sweep tune ablation dashboard
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -56,6 +56,12 @@ ui: install
 	@echo "MLflow UI: http://127.0.0.1:5000/#/experiments?workflowType=machine_learning"
 	$(BIN)/mlflow ui --backend-store-uri sqlite:///$(CURDIR)/mlruns/mlflow.db \
 	    --default-artifact-root $(CURDIR)/mlruns/artifacts --workers 1 --host 127.0.0.1 --port 5000
+
+## optuna-dashboard on the sweeps' storage (a SQLAlchemy URL or a journal file path).
+STORAGE ?= sqlite:///sweeps/optuna.db
+dashboard: install
+	@echo "Optuna dashboard: http://127.0.0.1:8080"
+	$(BIN)/optuna-dashboard --host 127.0.0.1 --port 8080 $(STORAGE)
 
 ## A default Optuna sweep (8 trials) for one setting; SWEEP_ARGS overrides, e.g.
 ## make sweep SWEEP_ARGS="--method fgpo --reasoner careful_expert --benchmark seqcalc"

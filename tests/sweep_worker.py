@@ -1,5 +1,6 @@
 """A sweep worker process for the tests:
-`python tests/sweep_worker.py BACKBONE STORAGE N [GRACE] [hold]`.
+`python tests/sweep_worker.py BACKBONE STORAGE N [GRACE] [hold]` (study $FGPO_TEST_STUDY,
+default grpo-synthetic; TPE startup trials $FGPO_TEST_STARTUP_TRIALS, default 1).
 
 Runs `run_sweep` on the synthetic setting of test_training (tiny encoder, 3 families) so that
 several processes can share one study; MLflow goes where MLFLOW_TRACKING_URI points. With
@@ -9,6 +10,7 @@ the worker mid-trial does not race a trial that takes only seconds.
 
 from __future__ import annotations
 
+import os
 import sys
 import time
 from pathlib import Path
@@ -41,5 +43,8 @@ if __name__ == "__main__":
             while True:
                 time.sleep(1)
         fgpo.sweep.study.train_run = _held
-    run_sweep("grpo", "synthetic", "synthetic", tiny_cfg(backbone), sweep_config(grace),
-              synthetic_data(), n, storage, "grpo-synthetic")
+    # FGPO_TEST_STARTUP_TRIALS: random startup trials (the ones a seed race duplicates)
+    startup = int(os.environ.get("FGPO_TEST_STARTUP_TRIALS", "1"))
+    run_sweep("grpo", "synthetic", "synthetic", tiny_cfg(backbone),
+              sweep_config(grace, n_startup_trials=startup),
+              synthetic_data(), n, storage, os.environ.get("FGPO_TEST_STUDY", "grpo-synthetic"))

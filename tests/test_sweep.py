@@ -1,5 +1,6 @@
 """Optuna sweeps: the search space, a study with nested MLflow runs, failures, mismatches,
-resume after a killed worker, and two workers on one PostgreSQL study."""
+resume after a killed worker, parallel workers' seeds (two workers started at once on one
+study: tests/test_team.py)."""
 
 from __future__ import annotations
 
@@ -17,7 +18,8 @@ from mlflow.tracking import MlflowClient
 
 from fgpo.errors import InputError
 from fgpo.sweep.space import parse_space
-from fgpo.sweep.study import SweepConfig, TrialTracker, best_of, open_storage, run_sweep
+from fgpo.sweep.study import (SweepConfig, TrialSeededTPE, TrialTracker, best_of, default_trial,
+                              open_storage, run_sweep)
 from fgpo.train.config import TrainConfig
 from fgpo.train.overrides import apply
 
@@ -98,6 +100,12 @@ def test_study_logs_parent_and_nested_trials_and_writes_best(tiny_backbone, mlfl
     study = run_sweep("grpo", "synthetic", "synthetic", tiny_cfg(tiny_backbone), sweep_config(),
                       synthetic_data(), 5, storage, "s")
     assert len(study.trials) == 5
+    # the first trial is params.yaml's own setting (each value inside its range), enqueued
+    base = tiny_cfg(tiny_backbone)
+    first = default_trial(sweep_config().dimensions("grpo"), base)
+    assert first == {"learning_rate": base.learning_rate, "policy.lora_r": base.policy.lora_r,
+                     "grpo.clip_eps": base.grpo.clip_eps}
+    assert study.trials[0].params == first
     runs = _runs(mlflow_uri)
     parents = [r for r in runs if r.data.tags["kind"] == "study"]
     trials = [r for r in runs if r.data.tags["kind"] == "trial"]
@@ -115,6 +123,52 @@ def test_study_logs_parent_and_nested_trials_and_writes_best(tiny_backbone, mlfl
     assert parents[0].data.tags["best_trial"] == str(study.best_trial.number)
     assert json.loads(parents[0].data.tags["best_params"]) == best["params"]
     assert not (tmp_path / "sweeps").exists()  # run_sweep writes no file: the stage hands off
+
+
+def test_default_trial_keeps_only_values_inside_the_space():
+    dims = parse_space({"learning_rate": {"type": "float", "low": 1e-3, "high": 1e-2},
+                        "batch_size": {"type": "categorical", "choices": [8, 16]},
+                        "policy.lora_target_modules": {"type": "categorical",
+                                                       "choices": ["query,value", "key"]}})
+    cfg = apply(TrainConfig(), {"learning_rate": 5e-3, "batch_size": 32,
+                                "policy.lora_target_modules": "query,value"})
+    # batch_size 32 is not a choice: Optuna samples it; the list is compared in its YAML form
+    assert default_trial(dims, cfg) == {"learning_rate": 5e-3,
+                                        "policy.lora_target_modules": "query,value"}
+
+
+def _proposals(sampler_factory, workers: int, n: int) -> list[dict]:
+    """Params of trials asked in turn by `workers` processes (simulated: each its own study
+    handle and sampler, as each worker builds them) on one in-memory storage."""
+    storage = optuna.storages.InMemoryStorage()
+    optuna.create_study(study_name="s", storage=storage, sampler=sampler_factory())
+    handles = [optuna.load_study(study_name="s", storage=storage, sampler=sampler_factory())
+               for _ in range(workers)]
+    out = []
+    for i in range(n):
+        trial = handles[i % workers].ask()
+        out.append({"x": trial.suggest_float("x", 0, 1), "k": trial.suggest_int("k", 0, 10**6)})
+    return out
+
+
+def test_workers_sharing_a_seed_propose_distinct_reproducible_trials():
+    """Plain TPE seeded alike in two workers proposes the same startup trials (the race the
+    seed offset had when workers started together); seeding trial n with seed + n does not,
+    and gives the same trials again for the same seed, however the trials were spread."""
+    plain = _proposals(lambda: optuna.samplers.TPESampler(seed=0, n_startup_trials=10), 2, 4)
+    assert plain[0] == plain[1] and plain[2] == plain[3]  # the bug, shown
+    seeded = _proposals(lambda: TrialSeededTPE(0, n_startup_trials=10), 2, 6)
+    assert len({json.dumps(p, sort_keys=True) for p in seeded}) == 6
+    assert _proposals(lambda: TrialSeededTPE(0, n_startup_trials=10), 3, 6) == seeded
+    assert _proposals(lambda: TrialSeededTPE(1, n_startup_trials=10), 1, 6) != seeded
+    assert TrialSeededTPE(0, 10)._constant_liar
+
+
+def test_a_file_path_is_a_journal_storage(tmp_path):
+    storage = open_storage(str(tmp_path / "j" / "optuna.log"), SweepConfig(space=SPACE))
+    assert isinstance(storage, optuna.storages.JournalStorage)
+    with pytest.raises(InputError, match="a file, not a folder"):
+        open_storage(str(tmp_path), SweepConfig(space=SPACE))
 
 
 def test_a_trial_that_raises_is_recorded_failed_and_the_study_goes_on(tiny_backbone, mlflow_uri,
@@ -269,51 +323,6 @@ def test_killed_worker_trial_is_retried_by_the_restarted_worker(tiny_backbone, t
     by_id = {r.info.run_id: r for r in runs}
     assert failed[0].user_attrs["mlflow_run_id"] == killed_run
     assert by_id[killed_run].info.status == "FAILED"  # the restarted worker ended it
-
-
-@pytest.mark.slow
-def test_two_workers_share_one_postgresql_study(tiny_backbone, tmp_path, postgres_url):
-    import sqlalchemy
-
-    url = postgres_url
-    name = f"pg-{os.getpid()}-{int(time.time())}"
-    mlflow_url = url.rsplit("/", 1)[0] + "/fgpo_mlflow"
-    env = {**os.environ, "MLFLOW_TRACKING_URI": mlflow_url}
-    code = ("import sys; sys.path.insert(0, 'tests'); from sweep_worker import *; "
-            f"run_sweep('grpo', 'synthetic', 'synthetic', tiny_cfg({tiny_backbone!r}), "
-            f"sweep_config(), synthetic_data(), 3, {url!r}, {name!r})")
-    procs = []
-    for _ in range(2):
-        procs.append(subprocess.Popen([sys.executable, "-c", code], cwd=REPO, env=env,
-                                      stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True))
-        deadline = time.time() + 120  # as documented: the first worker creates the study and
-        while time.time() < deadline:  # its MLflow parent run, then the others join
-            try:
-                if "mlflow_parent_run_id" in optuna.load_study(study_name=name,
-                                                               storage=url).user_attrs:
-                    break
-            except KeyError:
-                pass
-            time.sleep(0.5)
-    for p in procs:
-        assert p.wait(timeout=600) == 0, p.stderr.read()[-2000:]
-    study = optuna.load_study(study_name=name, storage=url)
-    trials = study.trials
-    assert sorted(t.number for t in trials) == list(range(6))  # none lost, none duplicated
-    workers = {t.user_attrs["worker"] for t in trials}
-    assert len(workers) == 2  # trials were distributed over both processes
-    assert all(t.state.name in ("COMPLETE", "PRUNED") for t in trials)
-    client = MlflowClient(mlflow_url)
-    exp = client.get_experiment_by_name("fgpo-sweeps")
-    runs = client.search_runs([exp.experiment_id], f"tags.study = '{name}' and tags.kind = 'trial'")
-    assert len(runs) == 6
-    done = [r for r in runs if r.data.tags["optuna_state"] == "COMPLETE"]
-    mlflow_best = max(done, key=lambda r: r.data.metrics["val/accuracy"])
-    best = study.best_trial
-    assert float(mlflow_best.data.metrics["val/accuracy"]) == pytest.approx(best.value)
-    assert mlflow_best.data.tags["trial"] == str(best.number) or \
-        [t.value for t in trials if t.state.name == "COMPLETE"].count(best.value) > 1
-    sqlalchemy.create_engine(url).dispose()
 
 
 def test_train_stage_reads_the_best_params_when_asked(tmp_path, monkeypatch):

@@ -1,6 +1,7 @@
 """Team setup (README, "Team setup"): the services such a team runs, each started on localhost
 (by `.ci/run`, or by the fixtures in conftest.py): a shared S3 DVC remote (moto's S3 server) and
-one MLflow tracking server on a PostgreSQL backend store with its artifacts on S3."""
+one MLflow tracking server on a PostgreSQL backend store with its artifacts on S3; Optuna
+workers started together on one study (journal file and PostgreSQL)."""
 
 from __future__ import annotations
 
@@ -19,6 +20,9 @@ import yaml
 
 from conftest import S3_CREDENTIALS, new_bucket
 from test_stages_smoke import _one_setting_project
+from test_training import tiny_backbone  # noqa: F401 - a fixture
+
+WORKER = Path(__file__).parent / "sweep_worker.py"
 
 BIN = Path(sys.executable).parent
 
@@ -165,3 +169,63 @@ def test_tables_pushed_to_s3_pull_byte_identical_and_runs_land_on_the_team_serve
     trials = client.search_runs([sweeps.experiment_id], "tags.kind = 'trial'")
     states = {t.data.tags["optuna_state"]: t.data.tags.get("error") for t in trials}
     assert len(trials) == 2 and set(states) <= {"COMPLETE", "PRUNED"}, states
+
+
+# ---- N sweep workers on one study ------------------------------------------------------------
+@pytest.mark.slow
+@pytest.mark.parametrize("kind", ["journal", "postgresql"])
+def test_workers_started_together_share_one_study_without_duplicates(
+        kind, tiny_backbone, tmp_path, request, mlflow_server):
+    """Two workers started at the same instant on one new study: exactly one sets it up (one
+    MLflow parent run; params.yaml's values enqueued as trial 0), the trials are spread over
+    both, no two trials share their params (no seed race), and every trial is in MLflow."""
+    import optuna
+    from mlflow.tracking import MlflowClient
+
+    from sweep_worker import sweep_config
+    from test_training import tiny_cfg
+    from fgpo.sweep.study import default_trial
+
+    name = f"{kind}-{os.getpid()}"
+    if kind == "journal":
+        storage = str(tmp_path / "optuna.log")  # a file: Optuna's JournalStorage
+    else:
+        storage = request.getfixturevalue("postgres_url")
+    server = mlflow_server[0]
+    # every trial a random startup trial: workers seeded alike would draw the same ones
+    env = {**os.environ, "MLFLOW_TRACKING_URI": server, "FGPO_TEST_STUDY": name,
+           "FGPO_TEST_STARTUP_TRIALS": "10"}
+    procs = [subprocess.Popen([sys.executable, str(WORKER), tiny_backbone, storage, "3"],
+                              env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                              text=True) for _ in range(2)]
+    for p in procs:
+        assert p.wait(timeout=600) == 0, p.stderr.read()[-3000:]
+
+    if kind == "journal":
+        from optuna.storages.journal import JournalFileBackend
+        storage = optuna.storages.JournalStorage(JournalFileBackend(storage))
+    trials = optuna.load_study(study_name=name, storage=storage).trials
+    assert sorted(t.number for t in trials) == list(range(6))  # none lost, none duplicated
+    assert all(t.state.name in ("COMPLETE", "PRUNED") for t in trials)
+    assert len({t.user_attrs["worker"] for t in trials}) == 2
+    params = [tuple(sorted(t.params.items())) for t in trials]
+    assert len(set(params)) == 6, params
+    first = default_trial(sweep_config().dimensions("grpo"), tiny_cfg(tiny_backbone))
+    assert trials[0].params == first
+
+    client = MlflowClient(server)
+    exp = client.get_experiment_by_name("fgpo-sweeps")
+    parents = client.search_runs([exp.experiment_id], f"tags.study = '{name}' and "
+                                 "tags.kind = 'study'")
+    assert len(parents) == 1
+    runs = client.search_runs([exp.experiment_id], f"tags.study = '{name}' and "
+                              "tags.kind = 'trial'")
+    assert sorted(int(r.data.tags["trial"]) for r in runs) == list(range(6))
+    by_trial = {int(r.data.tags["trial"]): r for r in runs}
+    for t in trials:
+        run = by_trial[t.number]
+        assert run.info.run_id == t.user_attrs["mlflow_run_id"]
+        assert run.data.tags["mlflow.parentRunId"] == parents[0].info.run_id
+        assert run.data.tags["optuna_state"] == t.state.name
+        assert float(run.data.params["learning_rate"]) == pytest.approx(
+            t.params["learning_rate"])

@@ -1,8 +1,15 @@
 """An Optuna study per (method, reasoner, benchmark): TPE + median pruning on validation accuracy.
 
-Storage is any SQLAlchemy URL (default an SQLite file in the repo; PostgreSQL for many workers on
-many machines); the same study resumes with `load_if_exists`. MLflow: one parent run per study,
-each trial a nested run with its params, intermediate and final metrics and its Optuna state.
+Storage is a SQLAlchemy URL (default an SQLite file in the repo; PostgreSQL for many workers on
+many machines) or a file path (Optuna's JournalStorage: several processes on one host, no
+server); a study resumes by name. MLflow: one parent run per study, each trial a nested run with
+its params, intermediate and final metrics and its Optuna state.
+
+Workers are safe in parallel: the one whose `create_study` wins sets the study up (space, the
+params.yaml defaults enqueued as the first trial, the MLflow parent run) while the others wait
+for it; TPE runs with `constant_liar` (running trials count as bad, so workers spread out) and
+draws trial n's randomness from seed + n (trial numbers are handed out by the storage one at a
+time, so workers started together never propose alike, and one worker's study is reproducible).
 
 A killed worker's trial is failed and re-queued once (with the same params), and its MLflow run
 marked FAILED, in one of two ways:
@@ -18,12 +25,14 @@ from __future__ import annotations
 import json
 import os
 import socket
+import time
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 import optuna
-from optuna.storages import RDBStorage, RetryHeartbeatStaleTrialCallback
+from optuna.storages import JournalStorage, RDBStorage, RetryHeartbeatStaleTrialCallback
+from optuna.storages.journal import JournalFileBackend
 
 from fgpo.errors import InputError
 from fgpo.redact import redact_text, redact_url, url_with_password_from_env
@@ -44,15 +53,18 @@ class SweepConfig:
     n_trials: int = 8
     """Trials per `fgpo sweep` call (each worker process runs this many)."""
     seed: int = 0
-    """TPE sampler seed (a worker joining a study offsets it by the trials already there)."""
+    """TPE sampler seed: trial n draws from seed + n, so parallel workers differ and one
+    worker's study is reproducible."""
     epochs: int = 1
     """Passes over the train split per trial (fewer than train.epochs so a sweep fits in CPU
     minutes); the same question visits for every method, as in training."""
     evals_per_epoch: int = 3
     """Validation (and pruning) points per epoch of a trial."""
     storage: str = "sqlite:///sweeps/optuna.db"
-    """SQLAlchemy URL of the study storage, e.g. postgresql://user@host/db. `--storage` and then
-    the environment variable FGPO_OPTUNA_STORAGE override it. Keep passwords out of params.yaml:
+    """SQLAlchemy URL of the study storage, e.g. postgresql://user@host/db (workers on many
+    hosts), or a file path such as sweeps/optuna.log (Optuna's JournalStorage: workers on one
+    host, no server). `--storage` and then the environment variable FGPO_OPTUNA_STORAGE
+    override it. Keep passwords out of params.yaml:
     name the variable holding it in `storage_password_env`. Logged and printed redacted."""
     storage_password_env: str = ""
     """Name of an environment variable holding the storage password, inserted into the URL's
@@ -65,8 +77,9 @@ class SweepConfig:
     """Maximise val accuracy and minimise tools per question together (no pruning then:
     Optuna prunes single-objective studies only)."""
     heartbeat_interval: int = 30
-    """Seconds between a running trial's heartbeats; a trial silent for grace_period is failed
-    and re-queued once (a killed worker's trial is not lost)."""
+    """Seconds between a running trial's heartbeats (RDB storages; a journal's workers share a
+    host, where a dead worker's pid tells); a trial silent for grace_period is failed and
+    re-queued once (a killed worker's trial is not lost)."""
     grace_period: int = 120
     apply_best: bool = False
     """The train stage trains each setting with the best params of its canonical study
@@ -122,9 +135,16 @@ def _end_trial_run(trial: optuna.trial.FrozenTrial) -> None:
             pass
 
 
-def open_storage(url: str, cfg: SweepConfig, field: str = "sweep.storage") -> RDBStorage:
-    """The RDB storage with heartbeats; an unreachable or invalid URL is a clear error naming
-    `field`, the params key the URL came from."""
+def open_storage(url: str, cfg: SweepConfig, field: str = "sweep.storage"
+                 ) -> RDBStorage | JournalStorage:
+    """The RDB storage with heartbeats for a URL, Optuna's journal for a file path; an
+    unreachable or invalid one is a clear error naming `field`, the params key it came from."""
+    if "://" not in url:
+        path = Path(url)
+        if path.is_dir():
+            raise InputError("a journal storage is a file, not a folder", file=url, field=field)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        return JournalStorage(JournalFileBackend(str(path)))
     if url.startswith("sqlite:///"):
         Path(url[len("sqlite:///"):]).parent.mkdir(parents=True, exist_ok=True)
     try:
@@ -138,7 +158,8 @@ def open_storage(url: str, cfg: SweepConfig, field: str = "sweep.storage") -> RD
                          field=field) from None
 
 
-def recover_dead_workers(study: optuna.Study, storage: RDBStorage) -> list[int]:
+def recover_dead_workers(study: optuna.Study, storage: optuna.storages.BaseStorage
+                         ) -> list[int]:
     """Fail (and re-queue once) the RUNNING trials of dead worker processes on this host.
 
     Trials record their worker as host:pid; on the same host a pid that no longer exists is a
@@ -177,36 +198,96 @@ def _pid_alive(pid: int) -> bool:
     return True
 
 
-def open_study(name: str, storage: RDBStorage, dims: list[Dimension], cfg: SweepConfig
-               ) -> optuna.Study:
-    """Create or load the study; refuse one made with another direction or search space."""
-    directions = ["maximize", "minimize"] if cfg.multi_objective else ["maximize"]
+class TrialSeededTPE(optuna.samplers.TPESampler):
+    """TPE with `constant_liar` whose randomness for trial n is seeded with seed + n.
+
+    A sampler's seed is per process; workers that share a seed propose the same startup trials,
+    and an offset read from the storage races when they start together. Trial numbers come from
+    the storage, one per trial, so seeding from them is race-free. (Optuna 5.1's TPE keeps its
+    generators in `_rng` and `_random_sampler._rng`; optuna is pinned.)"""
+
+    def __init__(self, seed: int, n_startup_trials: int) -> None:
+        super().__init__(seed=seed, n_startup_trials=n_startup_trials, constant_liar=True)
+        self.base_seed = seed
+
+    def before_trial(self, study: optuna.Study, trial: optuna.trial.FrozenTrial) -> None:
+        seed = (self.base_seed + trial.number) % 2**32
+        self._rng.rng.seed(seed)
+        self._random_sampler._rng.rng.seed(seed)
+        super().before_trial(study, trial)
+
+
+READY = "mlflow_parent_run_id"
+"""The user attribute the study's creator sets last ("" without MLflow): joiners wait for it."""
+
+
+def create_or_join(name: str, storage: Any, directions: list[str],
+                   sampler: optuna.samplers.BaseSampler, pruner: optuna.pruners.BasePruner
+                   ) -> tuple[optuna.Study, bool]:
+    """The study and whether this process created it: of workers started together exactly one
+    wins `create_study`, and only it sets the study up."""
     try:
-        existing = optuna.load_study(study_name=name, storage=storage)
-    except KeyError:
-        existing = None
-    # a worker joining later seeds its sampler differently, so workers do not propose alike
-    offset = len(existing.trials) if existing is not None else 0
-    sampler = optuna.samplers.TPESampler(seed=cfg.seed + offset,
-                                         n_startup_trials=cfg.n_startup_trials)
+        return optuna.create_study(study_name=name, storage=storage, sampler=sampler,
+                                   pruner=pruner, directions=directions), True
+    except optuna.exceptions.DuplicatedStudyError:
+        return optuna.load_study(study_name=name, storage=storage, sampler=sampler,
+                                 pruner=pruner), False
+
+
+def wait_until_ready(study: optuna.Study, timeout: float = 120.0) -> dict[str, Any]:
+    """The study's user attributes once its creator has set it up (or after `timeout`: a study
+    whose creator died early is joined as it is)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        attrs = study.user_attrs
+        # a study from before READY existed: set up, and trials ran (not only the enqueued one)
+        resumed = "space_hash" in attrs and any(
+            t.state != optuna.trial.TrialState.WAITING for t in study.get_trials(deepcopy=False))
+        if READY in attrs or resumed or time.monotonic() > deadline:
+            return attrs
+        time.sleep(0.5)
+
+
+def default_trial(dims: list[Dimension], base: TrainConfig) -> dict[str, Any]:
+    """The params.yaml value of each dimension that lies in its range (the first trial)."""
+    out = {}
+    for d in dims:
+        value: Any = base
+        for part in d.name.split("."):
+            value = getattr(value, part)
+        if isinstance(value, list):
+            value = ",".join(value)
+        inside = value in d.choices if d.type == "categorical" else d.low <= value <= d.high
+        if inside:
+            out[d.name] = value
+    return out
+
+
+def open_study(name: str, storage: Any, dims: list[Dimension], cfg: SweepConfig,
+               first: dict[str, Any] | None = None) -> tuple[optuna.Study, bool]:
+    """Create or join the study (whether this worker created it); the creator records the space
+    and enqueues `first`; a study made with another direction or space is refused."""
+    directions = ["maximize", "minimize"] if cfg.multi_objective else ["maximize"]
+    sampler = TrialSeededTPE(cfg.seed, cfg.n_startup_trials)
     pruner = (optuna.pruners.NopPruner() if cfg.multi_objective else
               optuna.pruners.MedianPruner(n_startup_trials=cfg.n_startup_trials,
                                           n_warmup_steps=cfg.n_warmup_steps))
-    if existing is not None:
-        have = [d.name.lower() for d in existing.directions]
-        if have != directions:
-            raise InputError(f"study {name!r} exists with directions {have}, not {directions}; "
-                             "use another --study-name or storage", field="sweep.multi_objective")
-        if existing.user_attrs.get("space_hash") != space_hash(dims):
-            raise InputError(f"study {name!r} exists with another search space "
-                             f"({existing.user_attrs.get('space')}); use another --study-name",
-                             field="sweep.space")
-    study = optuna.create_study(study_name=name, storage=storage, sampler=sampler, pruner=pruner,
-                                directions=directions, load_if_exists=True)
-    if existing is None:
+    study, created = create_or_join(name, storage, directions, sampler, pruner)
+    if created:
         study.set_user_attr("space_hash", space_hash(dims))
         study.set_user_attr("space", [asdict(d) for d in dims])
-    return study
+        if first:
+            study.enqueue_trial(first)
+        return study, True
+    have = [d.name.lower() for d in study.directions]
+    if have != directions:
+        raise InputError(f"study {name!r} exists with directions {have}, not {directions}; "
+                         "use another --study-name or storage", field="sweep.multi_objective")
+    attrs = wait_until_ready(study)
+    if attrs.get("space_hash") != space_hash(dims):
+        raise InputError(f"study {name!r} exists with another search space "
+                         f"({attrs.get('space')}); use another --study-name", field="sweep.space")
+    return study, False
 
 
 class TrialTracker:
@@ -240,21 +321,22 @@ def run_sweep(method: str, reasoner: str, benchmark: str, train_cfg: TrainConfig
     dims = cfg.dimensions(method)
     name = name or study_name(method, reasoner, benchmark)
     storage = open_storage(storage_url, cfg)
-    study = open_study(name, storage, dims, cfg)
+    study, created = open_study(name, storage, dims, cfg, default_trial(dims, train_cfg))
     recover_dead_workers(study, storage)
     base = replace(train_cfg, epochs=cfg.epochs, evals_per_epoch=cfg.evals_per_epoch,
                    seeds=train_cfg.seeds[:1])
     tags = {"method": method, "reasoner": reasoner, "benchmark": benchmark, "study": name,
             "setting": f"{reasoner}/{benchmark}"}
     parent = None
+    parent_id = None if created else study.user_attrs.get(READY) or None
     if tracking:
-        parent_id = study.user_attrs.get("mlflow_parent_run_id")
         # the storage actually used (Tracker redacts its password)
         logged = asdict(replace(cfg, storage=storage_url))
         parent = Tracker(SWEEP_EXPERIMENT, f"sweep-{name}", {**tags, "kind": "study"},
                          {"sweep": logged, "method": method}, run_id=parent_id)
-        if parent_id is None:
-            study.set_user_attr("mlflow_parent_run_id", parent.run_id)
+        parent_id = parent.run_id
+    if created or (parent_id and not study.user_attrs.get(READY)):
+        study.set_user_attr(READY, parent_id or "")  # set up: the joiners may go on
 
     def objective(trial: optuna.Trial) -> float | tuple[float, float]:
         values = {d.name: d.suggest(trial) for d in dims}
