@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import itertools
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -228,7 +229,7 @@ def test_uniform_zero_signal_equals_enumeration():
 
 def test_question_shards_merge_into_the_unsharded_table(small, tmp_path):
     """N servers each build their share of questions; the merge equals a single build."""
-    from fgpo.rewards.build import merge_shards
+    from fgpo.rewards.shards import merge_shards
 
     qs, outs, cfg = small
     reference = _build(small, tmp_path / "ref.parquet")
@@ -430,3 +431,26 @@ def test_the_tool_cost_transform_refuses_a_negative_cost_and_a_file_that_is_no_t
         with_tool_cost(tmp_path / "bad.parquet", tmp_path / "y.parquet", 0.0)
     assert err.value.field == "n_tools" and "bad.parquet" in str(err.value)
     assert not (tmp_path / "x.parquet").exists() and not (tmp_path / "y.parquet").exists()
+
+
+def test_sharded_settings_are_checked():
+    from fgpo.rewards.build import RewardTableConfig
+    from fgpo.rewards.shards import ShardedConfig
+    from fgpo.reasoners import ReasonerSpec
+
+    assert ShardedConfig(shards=[0, 1, 2], base_urls=["a", "b", "c"]).base_url(2) == "c"
+    assert ShardedConfig(shards=[0, 1]).base_url(1) is None  # the spec's own endpoint
+    with pytest.raises(InputError, match="0..N-1"):
+        ShardedConfig(shards=[1, 2])
+    with pytest.raises(InputError, match="one endpoint per shard"):
+        ShardedConfig(shards=[0, 1], base_urls=["a"])
+    specs = {n: ReasonerSpec(profile="careful_expert") for n in ("a", "b")}
+    ok = RewardTableConfig(build=["a", "b"], reasoners=specs, unsharded=["a"],
+                           sharded=ShardedConfig(reasoners=["b"]))
+    assert ok.sharded.n == 2
+    for unsharded, sharded, word in ((["a", "b"], ["b"], "in both: ['b']"),
+                                     (["a"], [], "in neither: ['b']"),
+                                     (["a", "c"], ["b"], "not in build: ['c']")):
+        with pytest.raises(InputError, match=re.escape(word)):
+            RewardTableConfig(build=["a", "b"], reasoners=specs, unsharded=unsharded,
+                              sharded=ShardedConfig(reasoners=sharded))

@@ -6,6 +6,7 @@ workers started together on one study (journal file and PostgreSQL)."""
 from __future__ import annotations
 
 import filecmp
+import shutil
 import os
 import re
 import socket
@@ -229,3 +230,77 @@ def test_workers_started_together_share_one_study_without_duplicates(
         assert run.data.tags["optuna_state"] == t.state.name
         assert float(run.data.params["learning_rate"]) == pytest.approx(
             t.params["learning_rate"])
+
+
+# ---- a table built across N servers as DVC stages --------------------------------------------
+@pytest.mark.slow
+def test_dvc_repro_builds_a_table_in_shards_on_two_servers_and_merges_it(tmp_path):
+    """reward_table.sharded with two OpenAI-compatible servers (local fakes): `dvc repro` runs
+    one reward_shard stage per server, each asking only its share of the questions, and a
+    reward_merge stage; the merged table equals a one-process build, and nothing is left to
+    `dvc commit` by hand."""
+    import threading
+    from http.server import ThreadingHTTPServer
+
+    import pandas as pd
+
+    from test_reasoner_openai import FakeServer, Handler
+
+    fakes, httpds = [], []
+    for _ in range(2):
+        httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        httpd.daemon_threads = True
+        fake = FakeServer()
+        fake.url = f"http://127.0.0.1:{httpd.server_address[1]}/v1"
+        httpd.fake = fake
+        threading.Thread(target=httpd.serve_forever, args=(0.05,), daemon=True).start()
+        fakes.append(fake)
+        httpds.append(httpd)
+    try:
+        work = tmp_path / "repo"
+        params = _one_setting_project(work)
+        rt = params["reward_table"]
+        rt["reasoners"]["served"] = {"backend": "openai", "model": "m", "base_url": fakes[0].url,
+                                     "api_key_env": "FGPO_TEST_KEY", "concurrency": 8}
+        rt.update(build=["careful_expert", "served"], unsharded=["careful_expert"],
+                  sharded={"reasoners": ["served"], "shards": [0, 1],
+                           "base_urls": [f.url for f in fakes]})
+        (work / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
+        key = {"FGPO_TEST_KEY": "sk-test"}
+        # the README's commands: upstream once, the shards side by side, then the merge
+        assert stages_run(run("dvc", "repro", "tools", cwd=work, **key)) == {
+            "prepare@genomeqa", "tools@genomeqa"}
+        env = {**os.environ, **key, "PATH": f"{BIN}:{os.environ['PATH']}"}
+        env.pop("MLFLOW_TRACKING_URI", None)
+        shards = [subprocess.Popen(["dvc", "repro", "--single-item",
+                                    f"reward_shard@served-genomeqa-{i}"], cwd=work, env=env,
+                                   stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+                  for i in range(2)]
+        for i, p in enumerate(shards):
+            out = p.communicate(timeout=600)[0]
+            assert p.returncode == 0, out[-3000:]
+            assert stages_run(out) == {f"reward_shard@served-genomeqa-{i}"}
+        assert min(f.peak for f in fakes) >= 1
+        ran = stages_run(run("dvc", "repro", "reward_merge", cwd=work, **key))
+        assert ran == {"reward_merge@served-genomeqa"}
+        assert "up to date" in run("dvc", "status", "reward_merge", cwd=work, **key)
+
+        n_q = len(pd.read_parquet(work / "data/benchmarks/genomeqa.parquet"))
+        n_sub = 2 ** len(params["tools"]["names"])
+        asked = [{b["messages"][-1]["content"] for b in f.bodies} for f in fakes]
+        # shard i asks the questions with index % 2 == i, every subset once, on its own server
+        assert [len(f.bodies) for f in fakes] == [(n_q + 1) // 2 * n_sub, n_q // 2 * n_sub]
+        assert not asked[0] & asked[1]
+
+        merged = pd.read_parquet(work / "data/reward_tables/served/genomeqa.parquet")
+        alone = tmp_path / "alone"
+        shutil.copytree(work / "data", alone, ignore=shutil.ignore_patterns("reward_tables"))
+        run("fgpo", "reward-table", "served", "genomeqa", "--data", str(alone), "--no-mlflow",
+            cwd=work, **key)
+        single = pd.read_parquet(alone / "reward_tables/served/genomeqa.parquet")
+        pd.testing.assert_frame_equal(merged, single)
+        assert "up to date" in run("dvc", "status", "reward_merge", cwd=work, **key)
+    finally:
+        for httpd in httpds:
+            httpd.shutdown()
+            httpd.server_close()

@@ -93,6 +93,28 @@ def reward_table(reasoner: str = typer.Argument(..., help="name under reward_tab
     typer.echo(f"wrote {out}")
 
 
+@command("reward-shard")
+def reward_shard(reasoner: str = typer.Argument(..., help="a name in reward_table.sharded"),
+                 benchmark: str = typer.Argument(...),
+                 index: int = typer.Argument(..., help="the shard, 0..N-1"),
+                 params: Path = PARAMS, data: Path = typer.Option(Path("data")),
+                 no_mlflow: bool = typer.Option(False, "--no-mlflow",
+                                                help="skip logging the build as an MLflow run")
+                 ) -> None:
+    """Build shard I of N of a sharded table, on its endpoint (the reward_shard stage)."""
+    from fgpo.stages import reward_shard as stage
+    typer.echo(f"wrote {stage.main(reasoner, benchmark, index, params, data, not no_mlflow)}")
+
+
+@command("reward-merge")
+def reward_merge(reasoner: str = typer.Argument(..., help="a name in reward_table.sharded"),
+                 benchmark: str = typer.Argument(...), params: Path = PARAMS,
+                 data: Path = typer.Option(Path("data"))) -> None:
+    """Join the N shards of a sharded table into the table (the reward_merge stage)."""
+    from fgpo.stages import reward_merge as stage
+    typer.echo(f"wrote {stage.main(reasoner, benchmark, params, data)}")
+
+
 @command("table-stats")
 def table_stats(reasoner: str = typer.Argument(...), benchmark: str = typer.Argument(...),
                 params: Path = PARAMS, data: Path = typer.Option(Path("data")),

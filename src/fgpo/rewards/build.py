@@ -28,7 +28,8 @@ from fgpo.question import Question, question_digest, require_digests
 from fgpo.reasoners import Reasoner, ReasonerSpec, Request, build_reasoner
 from fgpo.reasoners.parse import parse_answer
 from fgpo.reasoners.prompt import TEMPLATE_HASH
-from fgpo.rewards.table import COLUMNS, REBUILD, TableSettings
+from fgpo.rewards.shards import ShardedConfig
+from fgpo.rewards.table import COLUMNS, TableSettings
 from fgpo.seqio import atomic_write_parquet, read_parquet, read_parquet_metadata
 from fgpo.tools import ToolOutput, ToolsConfig, tool_fingerprint
 from fgpo.tools.base import fingerprint_spec
@@ -45,6 +46,11 @@ class RewardTableConfig(TableSettings):
     """Questions per reasoner batch and journal flush (a kill loses at most the batch in flight)."""
     reasoners: dict[str, ReasonerSpec] = field(default_factory=dict)
     """name -> ReasonerSpec (backend rule | vllm | openai | hf and its settings)."""
+    unsharded: list[str] | None = None
+    """Names from `build` whose table one `reward_table` stage builds (DVC's matrix axis, so
+    params.yaml spells it out); None (in code) = those of `build` not in `sharded`."""
+    sharded: ShardedConfig = field(default_factory=ShardedConfig)
+    """Names from `build` built as shard stages and a merge stage."""
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -54,6 +60,16 @@ class RewardTableConfig(TableSettings):
         if missing:
             raise InputError(f"build lists {missing}, not defined under reward_table.reasoners",
                              field="reward_table.build")
+        if self.unsharded is None:
+            self.unsharded = [n for n in self.build if n not in self.sharded.reasoners]
+        # DVC cannot join lists: each table of `build` is named in exactly one of the two
+        both = sorted(set(self.unsharded) & set(self.sharded.reasoners))
+        neither = [n for n in self.build if n not in self.unsharded + self.sharded.reasoners]
+        extra = [n for n in self.unsharded + self.sharded.reasoners if n not in self.build]
+        if both or neither or extra:
+            raise InputError(f"each name in build goes in exactly one of unsharded and "
+                             f"sharded.reasoners (in both: {both}; in neither: {neither}; not in "
+                             f"build: {extra})", field="reward_table.unsharded")
 
     def spec(self, name: str) -> ReasonerSpec:
         if name not in self.reasoners:
@@ -186,42 +202,3 @@ def assemble(questions: list[Question], cells: dict[tuple[str, int], str], n_too
     df = pd.DataFrame(rows, columns=COLUMNS)
     return df.astype({"mask": "int32", "n_tools": "int8", "correct": "int8",
                       "reward": "float32", "parsed": "int8"})
-
-
-def merge_shards(shards: list[Path], out: Path, questions: list[Question]) -> Path:
-    """Concatenate per-shard tables (built by N servers, sharded by question) into one table.
-
-    Shards must agree on everything but the endpoint (`spec.base_url`), cover every question
-    exactly once, and each be complete; reasoner calls add up.
-    """
-    metas, frames = [], []
-    for path in shards:
-        if not path.exists():
-            raise InputError("shard missing (build it with --shard I/N)", file=str(path))
-        metas.append(read_parquet_metadata(path, rebuild="`fgpo reward-table --shard I/N`"))
-        frames.append(read_parquet(path, rebuild="`fgpo reward-table --shard I/N`"))
-        require_digests(frames[-1], questions, str(path), f"{REBUILD} with its --shard")
-    same = {k for k in metas[0] if k not in ("spec", "n_questions", "reasoner_calls",
-                                              "unparseable", "shard")}
-    for path, meta in zip(shards[1:], metas[1:]):
-        spec_a = {k: v for k, v in metas[0]["spec"].items() if k != "base_url"}
-        spec_b = {k: v for k, v in meta["spec"].items() if k != "base_url"}
-        diff = sorted(k for k in same if meta.get(k) != metas[0].get(k))
-        if diff or spec_a != spec_b:
-            raise InputError(f"shard differs from {shards[0]} in {diff or ['spec']}",
-                             file=str(path), field=(diff or ["spec"])[0])
-    df = pd.concat(frames, ignore_index=True)
-    order = {q.id: i for i, q in enumerate(questions)}
-    counts = df.groupby("question_id").size()
-    n_sub = 2 ** metas[0]["K"]
-    if set(counts.index) != set(order) or (counts != n_sub).any():
-        raise InputError(f"shards do not cover the {len(order)} questions exactly once with "
-                         f"{n_sub} subsets each", file=str(shards[0].parent), field="question_id")
-    df = df.sort_values(["question_id", "mask"], key=lambda c: c.map(order) if c.name ==
-                        "question_id" else c, kind="stable").reset_index(drop=True)
-    meta = {**metas[0], "n_questions": len(order), "shard": None,
-            "reasoner_calls": sum(m["reasoner_calls"] for m in metas),
-            "unparseable": sum(m["unparseable"] for m in metas),
-            "spec": {**metas[0]["spec"], "base_url": sorted({m["spec"]["base_url"] for m in metas})}}
-    atomic_write_parquet(df, out, metadata=meta)
-    return out

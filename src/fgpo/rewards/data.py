@@ -26,6 +26,11 @@ def shard_path(reasoner: str, benchmark: str, i: int, n: int, root: Path) -> Pat
     return root / reasoner / f"{benchmark}.shard{i}of{n}.parquet"
 
 
+def stage_shard_path(reasoner: str, benchmark: str, i: int, root: Path) -> Path:
+    """Shard i's table as the reward_shard stage writes it (its folder is the merge's dep)."""
+    return root / reasoner / f"{benchmark}.shards" / f"{i}.parquet"
+
+
 def load_questions_and_table(reasoner: str, benchmark: str, tools_cfg: ToolsConfig,
                              data: Path = Path("data"), tables: Path | None = None
                              ) -> tuple[list[Question], RewardTable]:

@@ -1,4 +1,5 @@
-"""DVC stage `reward_table`: build (or resume, shard, merge) one reasoner x benchmark table.
+"""DVC stage `reward_table`: build (or resume, shard, merge) one reasoner x benchmark table (a
+table of `reward_table.sharded` is the stages reward_shard and reward_merge instead).
 
 Each build is an MLflow run in experiment `fgpo-reward-tables` (tags reasoner, benchmark,
 shard): the reasoner's spec as params, the benchmark and tool outputs as dataset inputs, and
@@ -15,8 +16,9 @@ from pathlib import Path
 from fgpo.config import DEFAULT_PARAMS, load_section
 from fgpo.errors import InputError
 from fgpo.question import load_questions
+from fgpo.rewards.build import RewardTableConfig, build_table, journal_cells
 from fgpo.rewards.data import benchmark_path, shard_path, table_path
-from fgpo.rewards.build import RewardTableConfig, build_table, journal_cells, merge_shards
+from fgpo.rewards.shards import merge_shards
 from fgpo.seqio import read_parquet_metadata
 from fgpo.tools import ToolsConfig
 from fgpo.tools.outputs import load_tool_outputs
@@ -35,20 +37,21 @@ def parse_shard(shard: str) -> tuple[int, int]:
 
 def build(reasoner: str, benchmark: str, params: Path = DEFAULT_PARAMS,
           data: Path = Path("data"), shard: str | None = None, base_url: str | None = None,
-          tracking: bool = True) -> Path:
+          tracking: bool = True, out: Path | None = None) -> Path:
     """Build one table, or with shard='I/N' the questions with index % N == I (one server's
-    share); `base_url` overrides the spec's endpoint for that server."""
+    share); `base_url` overrides the spec's endpoint for that server, `out` the path."""
     tools_cfg = load_section(ToolsConfig, "tools", params)
     cfg = load_section(RewardTableConfig, "reward_table", params)
     spec = cfg.spec(reasoner)
     if base_url:
         spec = replace(spec, base_url=base_url)
     questions = load_questions(benchmark_path(benchmark, data))
-    out = table_path(reasoner, benchmark, data / "reward_tables")
+    default = table_path(reasoner, benchmark, data / "reward_tables")
     if shard:
         i, n = parse_shard(shard)
         questions = questions[i::n]
-        out = shard_path(reasoner, benchmark, i, n, data / "reward_tables")
+        default = shard_path(reasoner, benchmark, i, n, data / "reward_tables")
+    out = out or default
     outputs = load_tool_outputs(data / "tool_outputs" / f"{benchmark}.parquet", tools_cfg,
                                 questions)
     lacking = [q.id for q in questions if q.id not in outputs]
