@@ -133,6 +133,15 @@ def test_hf_choice_matches_unpadded_argmax(tiny_model, requests_) -> None:
         assert letter in list("ABCD"[: len(req.question.options)])
 
 
+def test_hf_choice_computes_the_last_positions_logits_only(tiny_model, requests_) -> None:
+    """logits_to_keep=1: the model returns [batch, 1, vocab], not a row per prompt token."""
+    r = _hf(tiny_model["plain"], decoding="choice", batch_size=4)
+    shapes = []
+    r.model.register_forward_hook(lambda mod, args, out: shapes.append(tuple(out.logits.shape)))
+    r.answer(requests_[:4])
+    assert shapes and all(s[1] == 1 for s in shapes), shapes
+
+
 def test_hf_prompt_text_plain_and_chat(tiny_model, requests_) -> None:
     req = requests_[1]
     plain = _hf(tiny_model["plain"])

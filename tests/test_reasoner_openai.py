@@ -12,6 +12,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
+from fgpo.errors import InputError
 from fgpo.question import Question
 from fgpo.reasoners import ReasonerError, ReasonerSpec, Request, build_reasoner
 from fgpo.reasoners.prompt import render_messages
@@ -231,3 +232,12 @@ def test_recorded_spec_masks_a_base_url_password() -> None:
     assert s.public()["base_url"] == "http://user:***@10.0.0.1:8000/v1"
     assert s.public()["api_key_env"] == KEY_ENV
     assert "hunter2-PW" not in repr(s.public())
+
+
+def test_without_the_openai_extra_the_error_names_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    import sys
+
+    monkeypatch.setitem(sys.modules, "openai", None)  # as if `fgpo[openai]` were not installed
+    monkeypatch.delitem(sys.modules, "fgpo.reasoners.openai_backend", raising=False)
+    with pytest.raises(InputError, match=r"pip install -e '\.\[openai\]'"):
+        build_reasoner(spec("http://127.0.0.1:1/v1"))

@@ -6,6 +6,8 @@ exits 2 with the message that names the file, record and field; a failed reasone
 from __future__ import annotations
 
 import functools
+import logging
+import os
 import sys
 import warnings
 from collections.abc import Callable
@@ -39,9 +41,24 @@ def command(*args: Any, **kwargs: Any) -> Callable:
     return register
 
 
+LOG_LEVEL_ENV = "FGPO_LOG_LEVEL"
+"""Level of the `fgpo` module loggers on stderr (DEBUG, INFO (default), WARNING, ERROR)."""
+
+
 @app.callback()
 def _setup() -> None:
-    """Warnings (e.g. an importer's clean-up) as one plain line each on stderr."""
+    """The package's module loggers (`fgpo.*`) and warnings (e.g. an importer's clean-up) as
+    one plain line each on stderr."""
+    level = os.environ.get(LOG_LEVEL_ENV, "INFO").upper()
+    if level not in ("DEBUG", "INFO", "WARNING", "ERROR"):
+        raise typer.BadParameter(f"{LOG_LEVEL_ENV}={level!r}: use DEBUG, INFO, WARNING or ERROR")
+    log = logging.getLogger("fgpo")
+    if not log.handlers:  # once per process (the test runner calls the app many times)
+        handler = logging.StreamHandler(sys.stderr)
+        handler.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
+        log.addHandler(handler)
+        log.propagate = False
+    log.setLevel(level)
     def show(message: Any, category: type, filename: str, lineno: int, file: Any = None,
              line: Any = None) -> None:
         typer.secho(f"warning: {message}", fg=typer.colors.YELLOW, err=True)

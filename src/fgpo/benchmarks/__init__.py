@@ -11,9 +11,10 @@ are filled in here). Question i of family f draws from its own RNG stream seeded
 from __future__ import annotations
 
 import importlib
+import logging
 import zlib
-from dataclasses import replace
 from collections.abc import Callable, Iterator
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -24,6 +25,8 @@ from fgpo.benchmarks.config import (GENERATORS, Benchmark, BenchmarkConfig, Impo
                                     load_prepare)
 from fgpo.errors import InputError
 from fgpo.question import Question
+
+log = logging.getLogger(__name__)
 
 Builder = Callable[[np.random.Generator, BenchmarkConfig, int], Question]
 
@@ -92,6 +95,6 @@ def declared_samples(params: str | Path, n: int) -> Iterator[tuple[str, list[Que
     collection whose source files are absent on this machine is skipped with a message."""
     for name, cfg in load_prepare(params).benchmarks.items():
         if isinstance(cfg, ImportConfig) and not all(f.is_file() for f in cfg.files()):
-            print(f"{name}: skipped, source {cfg.source} not found")
+            log.warning("%s: skipped, source %s not found", name, cfg.source)
             continue
         yield name, build_sample(name, cfg, n)

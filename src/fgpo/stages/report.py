@@ -10,7 +10,7 @@ summary and figures are also logged as an MLflow run tagged `kind=report`.
 from __future__ import annotations
 
 import json
-import warnings
+import logging
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +32,8 @@ from fgpo.rewards.table import TableSettings, load_reward_table
 from fgpo.seqio import atomic_write_text, read_parquet
 from fgpo.tools import ToolsConfig
 from fgpo.tracking.provenance import EXPERIMENT, file_md5, git_commit
+
+log = logging.getLogger(__name__)
 
 TUNING_FIGURE = ("Tuning: best objective per trial", "figures/tuning_curves.png")
 """Drawn only when `make tune` ran (tune/trials.csv has trials)."""
@@ -110,7 +112,7 @@ def mlflow_links(rows: list[dict[str, Any]], methods: list[str], cfg: ReportConf
         return links, where
     except Exception as exc:  # a missing or unreachable store must not fail the report
         detail = redact_text(str(exc))
-        warnings.warn(f"MLflow lookup failed: {detail}", stacklevel=1)
+        log.warning("MLflow lookup failed: %s", detail)
         return {}, f"MLflow lookup failed ({type(exc).__name__}: {detail})."
 
 

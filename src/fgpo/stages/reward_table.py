@@ -9,6 +9,7 @@ table/seconds, table/cells_per_s and table/unparseable_frac as metrics.
 
 from __future__ import annotations
 
+import logging
 import time
 from dataclasses import asdict, replace
 from pathlib import Path
@@ -22,6 +23,8 @@ from fgpo.rewards.shards import merge_shards
 from fgpo.seqio import read_parquet_metadata
 from fgpo.tools import ToolsConfig
 from fgpo.tools.outputs import load_tool_outputs
+
+log = logging.getLogger(__name__)
 
 
 def parse_shard(shard: str) -> tuple[int, int]:
@@ -60,6 +63,8 @@ def build(reasoner: str, benchmark: str, params: Path = DEFAULT_PARAMS,
                          file=str(data / "tool_outputs" / f"{benchmark}.parquet"),
                          record=lacking[0])
     resumed, start = journal_cells(out), time.perf_counter()
+    if resumed:
+        log.info("%s: resuming an interrupted build, %d cells answered already", out, resumed)
     path = build_table(questions, outputs, tools_cfg, reasoner, spec, cfg, out, benchmark,
                        shard=shard)
     if tracking:

@@ -23,6 +23,7 @@ marked FAILED, in one of two ways:
 from __future__ import annotations
 
 import json
+import logging
 import os
 import socket
 import time
@@ -42,6 +43,8 @@ from fgpo.tracking.provenance import SWEEP_EXPERIMENT
 from fgpo.train.config import TrainConfig
 from fgpo.train.loop import train_run
 from fgpo.train.overrides import apply
+
+log = logging.getLogger(__name__)
 
 OBJECTIVE = "val/accuracy"
 
@@ -131,8 +134,9 @@ def _end_trial_run(trial: optuna.trial.FrozenTrial) -> None:
         from fgpo.tracking import end_if_running
         try:
             end_if_running(run_id, "FAILED")
-        except Exception:  # noqa: BLE001 - the study must go on without MLflow
-            pass
+        except Exception as exc:  # noqa: BLE001 - the study must go on without MLflow
+            log.warning("could not end MLflow run %s of trial %d: %s", run_id, trial.number,
+                        redact_text(str(exc))[:200])
 
 
 def open_storage(url: str, cfg: SweepConfig, field: str = "sweep.storage"
@@ -180,6 +184,8 @@ def recover_dead_workers(study: optuna.Study, storage: optuna.storages.BaseStora
         frozen = storage.get_trial(trial_id)
         RetryAndEndRun(max_retry=1)(study, frozen)
         failed.append(t.number)
+        log.info("study %s: trial %d of dead worker %s failed and re-queued", study.study_name,
+                 t.number, t.user_attrs.get("worker"))
     # trials failed by the heartbeat check in a process that died before ending their runs
     for t in study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.FAIL,)):
         _end_trial_run(t)
@@ -237,7 +243,7 @@ def create_or_join(name: str, storage: Any, directions: list[str],
 def wait_until_ready(study: optuna.Study, timeout: float = 120.0) -> dict[str, Any]:
     """The study's user attributes once its creator has set it up (or after `timeout`: a study
     whose creator died early is joined as it is)."""
-    deadline = time.monotonic() + timeout
+    deadline, told = time.monotonic() + timeout, False
     while True:
         attrs = study.user_attrs
         # a study from before READY existed: set up, and trials ran (not only the enqueued one)
@@ -245,6 +251,9 @@ def wait_until_ready(study: optuna.Study, timeout: float = 120.0) -> dict[str, A
             t.state != optuna.trial.TrialState.WAITING for t in study.get_trials(deepcopy=False))
         if READY in attrs or resumed or time.monotonic() > deadline:
             return attrs
+        if not told:
+            log.info("study %s: waiting for the worker that created it", study.study_name)
+            told = True
         time.sleep(0.5)
 
 
