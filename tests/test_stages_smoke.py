@@ -37,6 +37,7 @@ def small_params(tmp: Path, n: int = 24) -> Path:
     params["tools"]["workers"] = 2
     params["tools"]["chunk_size"] = 8
     params["reward_table"]["build"] = ["careful_expert"]
+    params["reward_table"]["unsharded"] = ["careful_expert"]  # built by one stage, as in build
     params["train"].update(epochs=1, evals_per_epoch=2, checkpoint_every=1, batch_size=4,
                            seeds=[0],  # one run per method: the code paths, not statistics
                            # a few questions per family: val is too small for the noise check

@@ -191,7 +191,9 @@ def test_workers_started_together_share_one_study_without_duplicates(
     if kind == "journal":
         storage = str(tmp_path / "optuna.log")  # a file: Optuna's JournalStorage
     else:
-        storage = request.getfixturevalue("postgres_url")
+        # a new database: the workers also race to create Optuna's tables in it
+        storage = new_database(request.getfixturevalue("postgres_url"),
+                               f"fgpo_optuna_{os.getpid()}")
     server = mlflow_server[0]
     # every trial a random startup trial: workers seeded alike would draw the same ones
     env = {**os.environ, "MLFLOW_TRACKING_URI": server, "FGPO_TEST_STUDY": name,

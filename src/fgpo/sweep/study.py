@@ -34,6 +34,7 @@ from typing import Any
 import optuna
 from optuna.storages import JournalStorage, RDBStorage, RetryHeartbeatStaleTrialCallback
 from optuna.storages.journal import JournalFileBackend
+from sqlalchemy.exc import IntegrityError, ProgrammingError
 
 from fgpo.errors import InputError
 from fgpo.redact import redact_text, redact_url, url_with_password_from_env
@@ -152,10 +153,19 @@ def open_storage(url: str, cfg: SweepConfig, field: str = "sweep.storage"
     if url.startswith("sqlite:///"):
         Path(url[len("sqlite:///"):]).parent.mkdir(parents=True, exist_ok=True)
     try:
-        return RDBStorage(url, heartbeat_interval=cfg.heartbeat_interval,
-                          grace_period=cfg.grace_period,
-                          heartbeat_stale_trial_callback=RetryAndEndRun(max_retry=1),
-                          engine_kwargs={"pool_pre_ping": True})
+        for attempt in range(3):
+            try:
+                return RDBStorage(url, heartbeat_interval=cfg.heartbeat_interval,
+                                  grace_period=cfg.grace_period,
+                                  heartbeat_stale_trial_callback=RetryAndEndRun(max_retry=1),
+                                  engine_kwargs={"pool_pre_ping": True})
+            except (IntegrityError, ProgrammingError):
+                # workers started together on a new database race to create Optuna's tables
+                # (PostgreSQL: a duplicate pg_type key); the loser finds them made a moment later
+                if attempt == 2:
+                    raise
+                log.info("study storage: tables being created by another worker; retrying")
+                time.sleep(1.0 + attempt)
     except Exception as exc:  # SQLAlchemy raises many types; name the URL (without password)
         raise InputError(f"cannot open study storage ({type(exc).__name__}: "
                          f"{redact_text(str(exc).splitlines()[0])[:200]})", file=redact_url(url),
