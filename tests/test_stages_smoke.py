@@ -453,12 +453,16 @@ def test_a_killed_setting_resumes_each_run_on_its_own(built, tmp_path):
     proc = subprocess.Popen(cmd, cwd=tmp_path, env=_env(MLFLOW_TRACKING_URI=uri),
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     _wait_for_running_run(uri, proc, method="grpo")
-    time.sleep(1.0)  # a few GRPO steps and checkpoints
+    checkpoint = tmp_path / "runs/grpo/careful_expert/genomeqa/seed0/checkpoint.pt"
+    deadline = time.time() + 120  # GRPO's first checkpoints (a fixed sleep was too short on a
+    while not checkpoint.exists() and proc.poll() is None and time.time() < deadline:  # busy CI)
+        time.sleep(0.1)
+    time.sleep(0.3)
     proc.kill()
     proc.wait()
     done = tmp_path / "runs/fgpo/careful_expert/genomeqa/seed0/result.json"
     first = done.read_text()
-    assert (tmp_path / "runs/grpo/careful_expert/genomeqa/seed0/checkpoint.pt").exists()
+    assert checkpoint.exists()
     r = subprocess.run(cmd, cwd=tmp_path, env=_env(MLFLOW_TRACKING_URI=uri),
                        capture_output=True, text=True)
     assert r.returncode == 0, r.stderr[-3000:]
