@@ -459,3 +459,19 @@ def test_sharded_settings_are_checked():
         with pytest.raises(InputError, match=re.escape(word)):
             RewardTableConfig(build=["a", "b"], reasoners=specs, unsharded=unsharded,
                               sharded=ShardedConfig(reasoners=sharded))
+
+
+def test_shard_stages_refuse_a_table_not_built_in_shards(tmp_path):
+    from fgpo.rewards.shards import ShardedConfig
+    from fgpo.stages import reward_merge, reward_shard
+
+    params = tmp_path / "params.yaml"
+    params.write_text("reward_table:\n  sharded: {reasoners: [big], shards: [0, 1, 2]}\n")
+    assert ShardedConfig.load(params, "big").n == 3
+    for call in (lambda: reward_shard.main("small", "genomeqa", 0, params, tmp_path, False),
+                 lambda: reward_merge.main("small", "genomeqa", params, tmp_path)):
+        with pytest.raises(InputError, match=r"'small' is not in .*\['big'\]") as err:
+            call()
+        assert err.value.field == "reward_table.sharded" and str(params) in str(err.value)
+    with pytest.raises(InputError, match="shard 3 is not in"):
+        reward_shard.main("big", "genomeqa", 3, params, tmp_path, False)

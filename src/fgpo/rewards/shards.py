@@ -48,15 +48,21 @@ class ShardedConfig:
         return self.base_urls[index] if self.base_urls else None
 
     @classmethod
-    def load(cls, params: str | Path = DEFAULT_PARAMS) -> ShardedConfig:
-        """`reward_table.sharded` alone (what the merge needs; the rest is the build's)."""
+    def load(cls, params: str | Path = DEFAULT_PARAMS, reasoner: str | None = None
+             ) -> ShardedConfig:
+        """`reward_table.sharded` alone (what the merge needs; the rest is the build's); with
+        `reasoner`, refused unless that table is one built in shards."""
         raw = read_params(params).get("reward_table")
         if not isinstance(raw, dict):
             raise InputError("missing section 'reward_table'", file=str(params))
         try:
-            return from_dict(cls, raw.get("sharded") or {}, where="reward_table.sharded")
+            cfg = from_dict(cls, raw.get("sharded") or {}, where="reward_table.sharded")
         except InputError as exc:
             raise InputError(exc.message, file=str(params), field=exc.field) from exc
+        if reasoner is not None and reasoner not in cfg.reasoners:
+            raise InputError(f"{reasoner!r} is not in reward_table.sharded.reasoners "
+                             f"{cfg.reasoners}", file=str(params), field="reward_table.sharded")
+        return cfg
 
 
 def merge_shards(shards: list[Path], out: Path, questions: list[Question]) -> Path:

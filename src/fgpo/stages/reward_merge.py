@@ -6,7 +6,6 @@ from __future__ import annotations
 from pathlib import Path
 
 from fgpo.config import DEFAULT_PARAMS
-from fgpo.errors import InputError
 from fgpo.question import load_questions
 from fgpo.rewards.data import benchmark_path, stage_shard_path, table_path
 from fgpo.rewards.shards import ShardedConfig, merge_shards
@@ -14,10 +13,7 @@ from fgpo.rewards.shards import ShardedConfig, merge_shards
 
 def main(reasoner: str, benchmark: str, params: Path = DEFAULT_PARAMS,
          data: Path = Path("data")) -> Path:
-    cfg = ShardedConfig.load(params)
-    if reasoner not in cfg.reasoners:
-        raise InputError(f"{reasoner!r} is not in reward_table.sharded.reasoners "
-                         f"{cfg.reasoners}", file=str(params), field="reward_table.sharded")
+    cfg = ShardedConfig.load(params, reasoner)
     root = data / "reward_tables"
     return merge_shards([stage_shard_path(reasoner, benchmark, i, root) for i in cfg.shards],
                         table_path(reasoner, benchmark, root),

@@ -15,10 +15,7 @@ from fgpo.stages.reward_table import build
 
 def main(reasoner: str, benchmark: str, index: int, params: Path = DEFAULT_PARAMS,
          data: Path = Path("data"), tracking: bool = True) -> Path:
-    cfg = ShardedConfig.load(params)
-    if reasoner not in cfg.reasoners:
-        raise InputError(f"{reasoner!r} is not in reward_table.sharded.reasoners "
-                         f"{cfg.reasoners}", file=str(params), field="reward_table.sharded")
+    cfg = ShardedConfig.load(params, reasoner)
     if index not in cfg.shards:
         raise InputError(f"shard {index} is not in reward_table.sharded.shards {cfg.shards}",
                          file=str(params), field="reward_table.sharded.shards")
