@@ -243,6 +243,10 @@ def test_train_stage_logs_a_complete_mlflow_run(tmp_path, request):
     from mlflow.tracking import MlflowClient
 
     params = small_params(tmp_path)
+    raw = yaml.safe_load(params.read_text())
+    # the last checkpoint is tested, so the logged model's step is not MLflow's default 0
+    raw["train"]["checkpoint_rule"] = "last"
+    params.write_text(yaml.safe_dump(raw, sort_keys=False))
     for cmd in (["prepare", "genomeqa"], ["tools", "genomeqa"],
                 ["reward-table", "careful_expert", "genomeqa"]):
         r = fgpo(*cmd, "--params", str(params), cwd=tmp_path)
@@ -322,6 +326,22 @@ def test_train_stage_logs_a_complete_mlflow_run(tmp_path, request):
             experiment_ids=[exp.experiment_id],
             filter_string=f"source_run_id = '{run.info.run_id}'", output_format="list")
         assert [m.name for m in models] == ["policy"]
+        # the model's metrics: the run's at the selected checkpoint (what the policy is), and
+        # its test metrics (its page's "Datasets used"), each measured on the reward table's
+        # test split, named and digested as the run's input
+        at = int(run.data.metrics["checkpoint/step"])
+        assert at == run.data.metrics["budget/optimizer_steps"] > 0  # the last
+        assert {m.key: m.value for m in models[0].metrics if m.dataset_name is None} == {
+            k: h.value for k in run.data.metrics for h in client.get_metric_history(
+                run.info.run_id, k) if h.step == at and not k.startswith("test/")}
+        table_test = {i.dataset.name: i.dataset for i in run.inputs.dataset_inputs}[
+            "reward table careful_expert/genomeqa:test"]
+        linked = {m.key: m for m in models[0].metrics if m.dataset_name is not None}
+        assert set(linked) == {k for k in run.data.metrics if k.startswith("test/")} != set()
+        for key, m in linked.items():
+            assert m.value == run.data.metrics[key] and m.run_id == run.info.run_id
+            assert (m.dataset_name, m.dataset_digest) == (table_test.name, table_test.digest)
+            assert m.dataset_digest == file_md5(table_file)
         model = mlflow.pyfunc.load_model(models[0].model_uri)
         assert model.metadata.get_input_schema().input_names() == ["question", "sequences"]
         got = model.predict(frame)

@@ -111,14 +111,16 @@ def requirements() -> list[str]:
     return [f"{n}=={version(n).split('+')[0]}" for n in names]
 
 
-def log_policy(policy_dir: Path, run_id: str, uri: str) -> str:
-    """Log the saved policy as the run's model `policy`; returns its model URI."""
+def log_policy(policy_dir: Path, run_id: str, uri: str, step: int = 0
+               ) -> mlflow.models.model.ModelInfo:
+    """Log the saved policy as the run's model `policy` (its model_uri and model_id); MLflow
+    gives the model the run's metrics at `step`, the checkpoint the policy is."""
     import fgpo
     mlflow.set_tracking_uri(uri)
     with mlflow.start_run(run_id=run_id):  # attaches the model to the run (resumed by id)
         info = mlflow.pyfunc.log_model(
             name="policy", python_model=find_spec(ENTRY).origin,
             artifacts={"policy": str(policy_dir)}, signature=SIGNATURE,
-            input_example=EXAMPLE, pip_requirements=requirements(),
+            input_example=EXAMPLE, pip_requirements=requirements(), step=step,
             code_paths=[str(Path(fgpo.__file__).parent)])
-    return info.model_uri
+    return info

@@ -162,6 +162,12 @@ def run_inputs(run_data: RunData, bench_file: Path, table_file: Path, table_md5:
                            {s: n * n_sub for s, n in per_split.items()}, table_md5))
 
 
+def table_test_input(inputs: list) -> Any:
+    """Of a run's dataset inputs, the reward table's test split (what test metrics measure)."""
+    return next(i for i in inputs if i.dataset.name.startswith("reward table")
+                and i.dataset.name.endswith(":test"))
+
+
 def register_best(finished: list[tuple[str, int, RunResult]], reasoner: str,
                   benchmark: str) -> str | None:
     """Register the setting's best run's policy (highest val/accuracy, then val/expected_reward:
@@ -289,16 +295,19 @@ def train_seed(ctx: RunContext, method: str, cfg: TrainConfig, seed: int, best: 
         figures.learning_curve(result.history, out_dir / "learning_curve.png",
                                f"{method} {ctx.reasoner}/{ctx.benchmark} seed {seed}")
         if tracker is not None:
+            step = int(result.final["budget/optimizer_steps"])
             tracker.log_metrics({k: v for k, v in result.final.items()
-                                 if k.startswith(("test/", "budget/", "baseline/",
-                                                   "checkpoint/"))},
-                                int(result.final["budget/optimizer_steps"]))
+                                 if k.startswith(("budget/", "baseline/", "checkpoint/"))}, step)
             for name in ("test_selections.parquet", "learning_curve.png"):
                 tracker.log_artifact(out_dir / name)
             tracker.flush()
             # the policy as an MLflow model (the adapter inside): the run's Models column
-            result.run_id = tracker.run_id
-            result.model_uri = log_policy(out_dir / "adapter", tracker.run_id, tracker.uri)
+            model = log_policy(out_dir / "adapter", tracker.run_id, tracker.uri,
+                               int(result.final["checkpoint/step"]))
+            result.run_id, result.model_uri = tracker.run_id, model.model_uri
+            # test metrics are the model's too, measured on the table's test split
+            tracker.log_metrics({k: v for k, v in result.final.items() if k.startswith("test/")},
+                                step, model.model_id, table_test_input(ctx.inputs))
             tracker.end()
     except BaseException:
         if tracker is not None:

@@ -181,12 +181,18 @@ class Tracker:
         """The datasets the run read (the runs table's Dataset column)."""
         self.client.log_inputs(self.run_id, datasets=datasets)
 
-    def log_metrics(self, metrics: dict[str, float], step: int) -> None:
+    def log_metrics(self, metrics: dict[str, float], step: int, model_id: str | None = None,
+                    dataset: mlflow.entities.DatasetInput | None = None) -> None:
         """Buffered: written when `FLUSH_AT` metrics wait, on `flush()` (the training loop calls
         it before each checkpoint, so a resumed run misses no point) and on `end()`. One
-        sqlite transaction per step cost about as much as a training step."""
+        sqlite transaction per step cost about as much as a training step. With `model_id`
+        and `dataset` the metrics are also the logged model's, measured on that dataset (its
+        page's metrics and "Datasets used")."""
         ts = int(time.time() * 1000)
-        self._pending += [mlflow.entities.Metric(k, float(v), ts, step)
+        data = dataset.dataset if dataset is not None else None
+        self._pending += [mlflow.entities.Metric(k, float(v), ts, step, model_id=model_id,
+                                                 dataset_name=data and data.name,
+                                                 dataset_digest=data and data.digest)
                           for k, v in metrics.items() if (k, step) not in self._logged]
         if len(self._pending) >= FLUSH_AT:
             self.flush()
