@@ -451,9 +451,17 @@ def test_killed_trainings_leave_no_running_mlflow_run(built, tmp_path):
     proc = subprocess.Popen(_train_cmd(built), cwd=tmp_path, env=_env(MLFLOW_TRACKING_URI=uri),
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     _wait_for_running_run(uri, proc)
+    # the stage records the run id the moment the run exists (a kill in the instant between
+    # the two is the one case it cannot end): wait for the record, as a busy machine may lag
+    sidecar = ckpt.parent / "mlflow_run_id"
+    deadline = time.time() + 60
+    while not sidecar.exists() and time.time() < deadline:
+        time.sleep(0.01)
     proc.kill()
     proc.wait()
     assert not ckpt.exists()
+    assert sidecar.read_text().strip() in {r.info.run_id for r in _runs(uri)
+                                           if r.info.status == "RUNNING"}
     r = subprocess.run(_train_cmd(built), cwd=tmp_path, env=_env(MLFLOW_TRACKING_URI=uri),
                        capture_output=True, text=True)
     assert r.returncode == 0, r.stderr

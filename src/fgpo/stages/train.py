@@ -281,10 +281,12 @@ def train_seed(ctx: RunContext, method: str, cfg: TrainConfig, seed: int, best: 
                               params={"method": method, "train": asdict(cfg),
                                       "tools": ctx.run_data.tool_names, "reasoner": ctx.reasoner,
                                       "benchmark": ctx.benchmark, "seed": seed},
-                              run_id=run_id)
+                              run_id=run_id,
+                              # the id on disk before anything else: a SIGKILL from here on
+                              # leaves a run the next attempt ends KILLED
+                              on_create=lambda rid: atomic_write_text(rid + "\n", sidecar))
             if run_id is None:  # a resumed run logged them when it was created
                 tracker.log_inputs(ctx.inputs)
-            atomic_write_text(tracker.run_id + "\n", sidecar)
         result = train_run(method, cfg, ctx.run_data, seed, tracker, ckpt)
         test, result.selections = evaluate_test(result.policy, ctx.run_data,
                                                 cfg.zero_signal_group_size)

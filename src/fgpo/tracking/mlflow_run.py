@@ -25,7 +25,7 @@ from __future__ import annotations
 import os
 import signal
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -143,7 +143,10 @@ class Tracker:
 
     def __init__(self, experiment: str, run_name: str, tags: dict[str, str],
                  params: dict[str, Any], uri: str | None = None, run_id: str | None = None,
-                 root: Path = MLRUNS, parent_run_id: str | None = None) -> None:
+                 root: Path = MLRUNS, parent_run_id: str | None = None,
+                 on_create: Callable[[str], None] | None = None) -> None:
+        """`on_create(run_id)` runs the moment a new run exists, before anything is logged to
+        it: a caller that records the id there (to end the run after a SIGKILL) loses none."""
         self.uri = uri or default_tracking_uri(root)
         self.client = open_client(self.uri)
         self._logged: set[tuple[str, int]] = set()
@@ -157,6 +160,8 @@ class Tracker:
             run = self.client.create_run(exp_id, run_name=run_name,
                                          tags=resolve_tags(all_tags))
             run_id = run.info.run_id
+            if on_create is not None:
+                on_create(run_id)
             flat = flatten(redact(params))
             items = [mlflow.entities.Param(k, str(v)[:6000]) for k, v in flat.items()]
             try:
