@@ -174,3 +174,32 @@ def test_run_links_open_the_model_training_view(tmp_path):
     assert compare.endswith("&workflowType=machine_learning")
     assert json.loads(unquote(compare.split("runs=")[1].split("&")[0])) == \
         [ids["fgpo"], ids["grpo"]]
+
+
+def test_a_tag_lost_to_a_concurrent_insert_is_set_again(uri: str, tmp_path: Path, monkeypatch
+                                                        ) -> None:
+    """Two sweep workers tagging their shared parent run at once on a PostgreSQL-backed server:
+    one insert fails with a duplicate key (seen in CI); the tag is set on the retry. Any other
+    error is raised at once."""
+    import mlflow
+
+    from fgpo.sweep.study import tag_shared_run
+
+    t = Tracker("exp", "run", {}, {}, uri=uri, root=tmp_path / "mlruns")
+    real, calls = t.client.set_tag, []
+
+    def flaky(run_id: str, key: str, value: str) -> None:
+        calls.append(key)
+        if len(calls) == 1:
+            raise mlflow.exceptions.RestException({"error_code": "BAD_REQUEST", "message":
+                                                   'duplicate key value violates "tag_pk"'})
+        real(run_id, key, value)
+
+    monkeypatch.setattr(t.client, "set_tag", flaky)
+    tag_shared_run(t, {"best_params": "{}"})
+    assert calls == ["best_params"] * 2
+    assert t.client.get_run(t.run_id).data.tags["best_params"] == "{}"
+    monkeypatch.setattr(t.client, "set_tag", lambda *a: (_ for _ in ()).throw(
+        mlflow.exceptions.MlflowException("RESOURCE_DOES_NOT_EXIST")))
+    with pytest.raises(mlflow.exceptions.MlflowException, match="RESOURCE_DOES_NOT_EXIST"):
+        tag_shared_run(t, {"k": "v"})

@@ -309,6 +309,21 @@ def open_study(name: str, storage: Any, dims: list[Dimension], cfg: SweepConfig,
     return study, False
 
 
+def tag_shared_run(run: Any, tags: dict[str, str]) -> None:
+    """Tag the study's parent run, which every worker shares: workers ending together set the
+    same tags at once, and an MLflow server on PostgreSQL fails the losing insert (a duplicate
+    `tag_pk` key); setting them again then updates. Any other error is raised at once."""
+    from mlflow.exceptions import MlflowException
+    for attempt in range(3):
+        try:
+            run.set_tags(tags)
+            return
+        except MlflowException as exc:
+            if attempt == 2 or "duplicate key" not in str(exc):
+                raise
+            time.sleep(0.2 * (attempt + 1))
+
+
 class TrialTracker:
     """Logs a trial's metrics to its nested MLflow run and feeds val accuracy to the pruner."""
 
@@ -405,10 +420,10 @@ def run_sweep(method: str, reasoner: str, benchmark: str, train_cfg: TrainConfig
     if parent is not None:
         if best is not None:
             parent.log_metrics({"best/" + OBJECTIVE: best["value"]}, len(study.trials))
-            parent.set_tags({"best_trial": str(best["trial"]),
-                             "best_params": json.dumps(best["params"], sort_keys=True)[:5000]})
+            tag_shared_run(parent, {"best_trial": str(best["trial"]), "best_params":
+                                    json.dumps(best["params"], sort_keys=True)[:5000]})
         else:
-            parent.set_tags({"best_trial": "none (no trial completed)"})
+            tag_shared_run(parent, {"best_trial": "none (no trial completed)"})
         parent.end("FINISHED" if best is not None else "FAILED")
     return study
 
