@@ -475,3 +475,62 @@ def test_shard_stages_refuse_a_table_not_built_in_shards(tmp_path):
         assert err.value.field == "reward_table.sharded" and str(params) in str(err.value)
     with pytest.raises(InputError, match="shard 3 is not in"):
         reward_shard.main("big", "genomeqa", 3, params, tmp_path, False)
+
+
+@pytest.mark.parametrize("value", [float("inf"), float("nan"), float("-inf")])
+def test_a_non_finite_reward_is_refused_by_stats_and_train_naming_the_cell(small, tmp_path,
+                                                                           value):
+    data, params, path = _stage_data(small, tmp_path)
+    df = pd.read_parquet(path)
+    df.loc[70, "reward"] = value  # question 2, subset 6
+    _rewrite(path, df)
+    cell = f"{df.question_id[70]} subset {df['mask'][70]}"
+    _both_loaders_refuse(data, params, tmp_path, str(path), cell, "field 'reward'",
+                         "non-finite")
+
+
+def test_a_correctness_other_than_0_or_1_is_refused(small, tmp_path):
+    data, params, path = _stage_data(small, tmp_path)
+    df = pd.read_parquet(path)
+    df.loc[3, "correct"] = 2
+    _rewrite(path, df)
+    _both_loaders_refuse(data, params, tmp_path, str(path), "field 'correct'",
+                         f"{df.question_id[3]} subset {df['mask'][3]}")
+
+
+def test_table_stats_cli_exits_2_on_an_infinite_reward_and_writes_no_metrics(small, tmp_path):
+    data, params, path = _stage_data(small, tmp_path)
+    df = pd.read_parquet(path)
+    df.loc[0, "reward"] = float("inf")
+    _rewrite(path, df)
+    fgpo = Path(sys.executable).parent / "fgpo"
+    r = subprocess.run([str(fgpo), "table-stats", "r", "genomeqa", "--params", str(params),
+                        "--data", str(data), "--metrics", str(tmp_path / "m")],
+                       capture_output=True, text=True, cwd=tmp_path)
+    assert r.returncode == 2 and "non-finite" in r.stderr and "Traceback" not in r.stderr
+    assert not (tmp_path / "m").exists()
+
+
+@pytest.mark.parametrize("cost", [float("inf"), float("nan"), -0.01, "0.01"])
+def test_a_tool_cost_that_is_not_a_finite_non_negative_number_is_refused(cost):
+    from fgpo.rewards.build import RewardTableConfig
+
+    with pytest.raises(InputError) as info:
+        RewardTableConfig(tool_cost=cost)
+    assert info.value.field == "reward_table.tool_cost"
+
+
+def test_the_cost_transform_refuses_an_infinite_cost_and_a_source_with_a_nan_reward(small,
+                                                                                     tmp_path):
+    from fgpo.rewards.cost import with_tool_cost
+
+    base = _build(small, tmp_path / "base.parquet")
+    with pytest.raises(InputError, match="tool_cost"):
+        with_tool_cost(base, tmp_path / "x.parquet", float("inf"))
+    df = pd.read_parquet(base)
+    df.loc[5, "correct"] = 7
+    _rewrite(base, df)
+    with pytest.raises(InputError) as info:
+        with_tool_cost(base, tmp_path / "y.parquet", 0.0)
+    assert info.value.field == "correct" and "base.parquet" in str(info.value)
+    assert not (tmp_path / "x.parquet").exists() and not (tmp_path / "y.parquet").exists()

@@ -492,3 +492,16 @@ def test_grpo_takes_one_policy_forward_per_step_and_the_same_loss_as_two(tiny_ba
     assert forwards == [8, 8]  # weights may have moved: a new forward
     est.collect(2, policy, lambda: next(rows))
     assert forwards == [8, 8, 8]
+
+
+@pytest.mark.parametrize("method", ["fgpo", "grpo"])
+def test_a_non_finite_loss_stops_training_before_the_weights_take_it(tiny_backbone, method):
+    """An infinite reward reaching the loop (past the table's own check) must not train on to
+    NaN and report its last finite checkpoint as if healthy: the first non-finite loss stops."""
+    from fgpo.errors import DivergedError
+
+    data = synthetic_data()
+    data.table.reward[:, 0] = float("inf")  # every question's empty subset
+    cfg = tiny_cfg(tiny_backbone, epochs=1)
+    with pytest.raises(DivergedError, match=r"step 1: the loss is (nan|inf|-inf)"):
+        train_run(method, cfg, data, seed=0, progress=False)

@@ -1,7 +1,8 @@
 """`fgpo` command line: one command per pipeline stage (DVC stages call these), each calling its
 module of `fgpo.stages` and printing what it returns. Errors are handled in one place: bad input
 exits 2 with the message that names the file, record and field; a failed reasoner backend exits
-3 (its answered cells are saved, the same command resumes)."""
+3 (its answered cells are saved, the same command resumes); training that diverged (a
+non-finite loss) exits 4, its MLflow run FAILED."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ from typing import Any, Optional
 
 import typer
 
-from fgpo.errors import InputError, ReasonerError
+from fgpo.errors import DivergedError, InputError, ReasonerError
 
 app = typer.Typer(add_completion=False, no_args_is_help=True,
                   help="Exact policy optimisation (FGPO) vs GRPO for genomic tool selection.")
@@ -37,6 +38,9 @@ def command(*args: Any, **kwargs: Any) -> Callable:
                 typer.secho(f"stopped: {exc}\nAnswered cells are saved; rerun the same command "
                             "to resume.", fg=typer.colors.RED, err=True)
                 raise typer.Exit(3) from None
+            except DivergedError as exc:
+                typer.secho(f"training diverged: {exc}", fg=typer.colors.RED, err=True)
+                raise typer.Exit(4) from None
         return app.command(*args, **kwargs)(run)
     return register
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import math
 import numbers
 import os
 import typing
@@ -12,6 +13,7 @@ from typing import Any, TypeVar
 import yaml
 
 from fgpo.errors import InputError
+from fgpo.redact import find_secret
 
 T = TypeVar("T")
 DEFAULT_PARAMS = Path("params.yaml")
@@ -39,6 +41,13 @@ def read_params(path: str | Path = DEFAULT_PARAMS) -> dict[str, Any]:
                          "only the last one: merge or rename them", file=str(path), field=key)
     if not isinstance(data, dict):
         raise InputError("top level must be a mapping of stage sections", file=str(path))
+    if secret := find_secret(data):
+        # params.yaml is committed and DVC copies the values it tracks into dvc.lock
+        raise InputError("holds a password or secret; params files are committed and DVC "
+                         "records their values in dvc.lock: write the URL without it "
+                         "(scheme://user@host/db) and put the secret in an environment variable "
+                         "named by the section's *_password_env / api_key_env field",
+                         file=str(path), field=secret)
     return data
 
 
@@ -121,6 +130,8 @@ def check_number(value: Any, field: str, fix: str, *, gt: float | None = None,
                 if isinstance(value, str) and not integer else "")
         raise InputError(f"{name} must be {'an integer' if integer else 'a number'}, got "
                          f"{value!r}{hint}; {fix}", field=field)
+    if not math.isfinite(value):
+        raise InputError(f"{name} must be a finite number, got {value!r}; {fix}", field=field)
     bounds = [(gt, ">", lambda b: value > b), (ge, ">=", lambda b: value >= b),
               (lt, "<", lambda b: value < b)]
     if not all(ok(b) for b, _, ok in bounds if b is not None):

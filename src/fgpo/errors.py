@@ -1,5 +1,6 @@
-"""The project's two errors: bad input (naming the file, record and field at fault, so it is
-easy to find) and a reasoner backend that failed (the saved cells make a rerun resume)."""
+"""The project's errors: bad input (naming the file, record and field at fault, so it is easy
+to find), a reasoner backend that failed (the saved cells make a rerun resume), and training
+that diverged (a non-finite loss: stopped before the weights took it)."""
 
 from __future__ import annotations
 
@@ -23,3 +24,7 @@ class InputError(ValueError):
 
 class ReasonerError(RuntimeError):
     """The backend failed after its retries; completed cells are saved, a rerun resumes."""
+
+
+class DivergedError(RuntimeError):
+    """Training produced a non-finite loss or gradient; the step was not applied."""

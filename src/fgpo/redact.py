@@ -63,21 +63,38 @@ def redact(obj: Any, key: str = "") -> Any:
     return obj
 
 
-def url_with_password_from_env(url: str, env_var: str) -> str:
+def find_secret(obj: Any, where: str = "", key: str = "") -> str | None:
+    """The dotted path of the first credential held in a config value: a URL with a password
+    or a secret query value, or a value under a secret-looking key; None when there is none."""
+    if isinstance(obj, dict):
+        for k, v in obj.items():
+            if found := find_secret(v, f"{where}.{k}" if where else str(k), str(k)):
+                return found
+    elif isinstance(obj, (list, tuple)):
+        for i, v in enumerate(obj):
+            if found := find_secret(v, f"{where}[{i}]", key):
+                return found
+    elif isinstance(obj, str) and redact(obj, key) != obj:
+        return where
+    return None
+
+
+def url_with_password_from_env(url: str, env_var: str, section: str = "sweep") -> str:
     """Insert the password held in environment variable `env_var` into `url`'s user info.
 
-    Lets params.yaml carry `postgresql://user@host/db` and the secret stay in the environment.
+    Lets params.yaml carry `postgresql://user@host/db` and the secret stay in the environment
+    (`<section>.storage_password_env` names the variable).
     """
     if not env_var:
         return url
     password = os.environ.get(env_var)
     if password is None:
         raise InputError(f"environment variable {env_var} (the storage password) is not set",
-                         field="sweep.storage_password_env")
+                         field=f"{section}.storage_password_env")
     parts = urlsplit(url)
     if "@" not in parts.netloc:
         raise InputError("a password from the environment needs a user in the URL "
-                         "(scheme://user@host/db)", field="sweep.storage")
+                         "(scheme://user@host/db)", field=f"{section}.storage")
     userinfo, host = parts.netloc.rsplit("@", 1)
     user = userinfo.split(":", 1)[0]
     netloc = f"{user}:{quote(password, safe='')}@{host}"

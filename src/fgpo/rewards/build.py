@@ -22,12 +22,13 @@ from typing import Any
 import pandas as pd
 from tqdm import tqdm
 
-from fgpo.config import qualify
+from fgpo.config import check_number, qualify
 from fgpo.errors import InputError
 from fgpo.question import Question, question_digest, require_digests
 from fgpo.reasoners import Reasoner, ReasonerSpec, Request, build_reasoner
 from fgpo.reasoners.parse import parse_answer
 from fgpo.reasoners.prompt import TEMPLATE_HASH
+from fgpo.rewards.cells import require_finite_cells
 from fgpo.rewards.shards import ShardedConfig
 from fgpo.rewards.table import COLUMNS, TableSettings
 from fgpo.seqio import atomic_write_parquet, read_parquet, read_parquet_metadata
@@ -54,8 +55,10 @@ class RewardTableConfig(TableSettings):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        if self.tool_cost < 0 or self.shard_questions < 1:
-            raise InputError("need tool_cost >= 0, shard_questions >= 1", field="reward_table")
+        check_number(self.tool_cost, "reward_table.tool_cost", "reward = correct - tool_cost x "
+                     "n_tools; 0 turns the cost off", ge=0)
+        check_number(self.shard_questions, "reward_table.shard_questions",
+                     "questions per reasoner batch, e.g. 25", ge=1, integer=True)
         missing = [n for n in self.build if n not in self.reasoners]
         if missing:
             raise InputError(f"build lists {missing}, not defined under reward_table.reasoners",
@@ -168,6 +171,7 @@ def build_table(questions: list[Question], outputs: dict[str, dict[str, ToolOutp
         bar.close()
         reasoner.close()
     df = assemble(questions, cells, len(names), cfg.tool_cost)
+    require_finite_cells(df, str(out))  # never write a table no reader would load
     meta = {**{k: v for k, v in header.items() if k != "questions"},  # rows carry digests
             "tools": names, "K": len(names), "tool_cost": cfg.tool_cost,
             "n_questions": len(questions), "reasoner_calls": len(cells),

@@ -10,11 +10,13 @@ ablation's tool-cost frontier uses it: no cell is asked twice.
 from __future__ import annotations
 
 import hashlib
+import math
 import os
 import shutil
 from pathlib import Path
 
 from fgpo.errors import InputError
+from fgpo.rewards.cells import require_finite_cells
 from fgpo.seqio import atomic_write_parquet, read_parquet, read_parquet_metadata
 
 REBUILD = "`fgpo reward-table` (or `dvc repro reward_table`)"
@@ -24,7 +26,7 @@ def with_tool_cost(src: Path, out: Path, tool_cost: float) -> Path:
     """Write the table `src` with reward = correct - tool_cost x n_tools to `out`; its metadata
     is the source's with the new cost, no reasoner call of its own, and where it came from.
     At the source's own cost, `out` is a byte copy (so runs on it match runs on the source)."""
-    if not tool_cost >= 0:
+    if not (tool_cost >= 0 and math.isfinite(tool_cost)):
         raise InputError(f"tool_cost must be >= 0, got {tool_cost!r}", file=str(out),
                          field="tool_cost")
     meta = read_parquet_metadata(src, rebuild=REBUILD)
@@ -48,4 +50,5 @@ def with_tool_cost(src: Path, out: Path, tool_cost: float) -> Path:
                "derived_from": {"file": src.name, "md5": md5,
                                 "tool_cost": meta.get("tool_cost"),
                                 "reasoner_calls": meta.get("reasoner_calls")}}
+    require_finite_cells(df, str(src))
     return atomic_write_parquet(df, out, metadata=derived)

@@ -16,6 +16,7 @@ import numpy as np
 from fgpo.config import DEFAULT_PARAMS, check_number, from_dict, read_params
 from fgpo.errors import InputError
 from fgpo.question import Question, require_digests
+from fgpo.rewards.cells import require_finite_cells
 from fgpo.seqio import read_parquet, read_parquet_metadata
 from fgpo.tools import ToolsConfig
 from fgpo.tools.base import require_fingerprint
@@ -105,7 +106,8 @@ class RunData:
 
 def load_reward_table(path: str | Path, tools_cfg: ToolsConfig,
                       questions: list[Question] | None = None) -> RewardTable:
-    """Load and validate: built for this tool set, one row per (question, subset), complete.
+    """Load and validate: built for this tool set, one row per (question, subset), complete,
+    every reward finite and every correctness 0 or 1.
 
     Given the benchmark's `questions` (train and table-stats pass them), the table must also
     cover exactly those question ids, each with the content digest it has now.
@@ -132,6 +134,7 @@ def load_reward_table(path: str | Path, tools_cfg: ToolsConfig,
         raise InputError(f"{len(short)} question(s) lack cells: {short.index[0]} has "
                          f"{short.iloc[0]} of {n_sub} subsets", file=str(path),
                          record=short.index[0], field="mask")
+    require_finite_cells(df, str(path))
     require_digests(df, questions or [], str(path), REBUILD)
     if questions is not None:
         require_question_ids(counts.index, questions, str(path))

@@ -311,9 +311,9 @@ def train_seed(ctx: RunContext, method: str, cfg: TrainConfig, seed: int, best: 
             tracker.log_metrics({k: v for k, v in result.final.items() if k.startswith("test/")},
                                 step, model.model_id, table_test_input(ctx.inputs))
             tracker.end()
-    except BaseException:
+    except BaseException as exc:  # an error FAILED (e.g. diverged), an interrupt KILLED
         if tracker is not None:
-            tracker.end("KILLED")
+            tracker.end("FAILED" if isinstance(exc, Exception) else "KILLED")
         raise
     atomic_write_text(json.dumps({"key": key, "final": result.final, "history": result.history,
                                   "run_id": result.run_id, "model_uri": result.model_uri})

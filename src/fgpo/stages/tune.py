@@ -17,6 +17,7 @@ import pandas as pd
 
 from fgpo.config import DEFAULT_PARAMS, load_section
 from fgpo.errors import InputError
+from fgpo.redact import url_with_password_from_env
 from fgpo.rewards.data import load_run_data, table_path
 from fgpo.rewards.stats import require_trainable
 from fgpo.seqio import atomic_write_text
@@ -45,7 +46,8 @@ def main(params: Path = DEFAULT_PARAMS, data: Path = Path("data"), storage: str 
         require_trainable(run_data, base.allow_degenerate_table,
                           str(table_path(reasoner, benchmark, data / "reward_tables")))
         runs[f"{reasoner}/{benchmark}"] = run_data
-    url = storage or os.environ.get(STORAGE_ENV) or cfg.storage
+    url = url_with_password_from_env(storage or os.environ.get(STORAGE_ENV) or cfg.storage,
+                                     cfg.storage_password_env, "tune")
     studies: dict[str, optuna.Study] = {}
     try:
         with sigterm_as_exit():

@@ -30,6 +30,7 @@ from optuna.trial import TrialState
 from tqdm import tqdm
 
 from fgpo.errors import InputError
+from fgpo.redact import redact_url
 from fgpo.rewards.table import RunData
 from fgpo.sweep.space import Dimension, parse_space, space_hash
 from fgpo.sweep.study import SweepConfig, open_storage, recover_dead_workers
@@ -73,7 +74,13 @@ class TuneConfig:
     n_startup_trials: int = 4
     """Random trials before TPE models the space."""
     storage: str = "sqlite:///tune/optuna.db"
-    """SQLAlchemy URL of the studies (git-ignored; the outcome is tune/tuned.yaml)."""
+    """SQLAlchemy URL of the studies (git-ignored; the outcome is tune/tuned.yaml), e.g.
+    postgresql://user@host/db. `--storage` and then $FGPO_TUNE_STORAGE override it. Never a
+    password here (params.yaml is committed): name the variable holding it in
+    `storage_password_env`. Printed redacted."""
+    storage_password_env: str = ""
+    """Name of an environment variable holding the storage password, inserted into the URL's
+    user info at run time (e.g. FGPO_TUNE_PASSWORD); empty: none."""
     space: dict[str, dict[str, dict[str, Any]]] = field(default_factory=dict)
     """method -> {dotted train path -> {type, low, high, log, choices}}, as `sweep.space`."""
 
@@ -134,7 +141,7 @@ def open_tune_study(method: str, storage: Any, dims: list[Dimension], cfg: TuneC
                 existing.user_attrs.get("budget") != budget:
             raise InputError(f"study {name!r} exists with another space or budget "
                              f"({existing.user_attrs.get('budget')}); delete it from "
-                             f"{cfg.storage} or change tune.storage", field="tune")
+                             f"{redact_url(cfg.storage)} or change tune.storage", field="tune")
     offset = len(existing.trials) if existing is not None else 0
     study = optuna.create_study(
         study_name=name, storage=storage, direction="maximize", load_if_exists=True,

@@ -19,7 +19,7 @@ import torch
 from tqdm import tqdm
 from transformers import get_scheduler
 
-from fgpo.errors import InputError
+from fgpo.errors import DivergedError, InputError
 from fgpo.policy import build_policy
 from fgpo.policy.base import Policy
 from fgpo.rewards.table import RewardTable, RunData
@@ -152,6 +152,11 @@ def optimizer_step(estimator: Estimator, policy: Policy, optimizer: torch.optim.
     optimizer.zero_grad()
     loss.backward()
     grad_norm = torch.nn.utils.clip_grad_norm_(policy.trainable_parameters(), max_grad_norm)
+    if not (torch.isfinite(loss) and torch.isfinite(grad_norm)):  # never step on a NaN
+        raise DivergedError(f"step {step + 1}: the loss is {loss.item()} and the gradient norm "
+                            f"{grad_norm.item()}; the weights were left as they were. Lower "
+                            "train.learning_rate (or head_lr_mult), or check the reward table "
+                            "with `fgpo table-stats`")
     optimizer.step()
     scheduler.step()
     return Step(batch, loss, logp, stats, grad_norm)
