@@ -370,6 +370,9 @@ def test_train_stage_logs_a_complete_mlflow_run(tmp_path, request):
                                     r.data.metrics["val/expected_reward"]))
     assert versions[0].run_id == best.info.run_id
     assert versions[0].tags["method"] == best.data.tags["method"]
+    # the README's `models:/fgpo-careful_expert-genomeqa@champion` is this version
+    champion = client.get_model_version_by_alias("fgpo-careful_expert-genomeqa", "champion")
+    assert champion.run_id == best.info.run_id
 
 
 def test_train_refuses_a_missing_table_before_training(tmp_path):

@@ -146,7 +146,7 @@ def _main(reasoner: str, benchmark: str, methods: list[str] | None, params: Path
                 if stale.stem not in methods:
                     stale.unlink()
     if tracking and register:
-        register_best(finished, reasoner, benchmark)
+        register_best(finished, reasoner, benchmark, table_md5)
     return out
 
 
@@ -168,30 +168,59 @@ def table_test_input(inputs: list) -> Any:
                 and i.dataset.name.endswith(":test"))
 
 
+CHAMPION = "champion"
+"""The registry alias of each setting's best version so far on the validation criterion: what
+`models:/fgpo-<reasoner>-<benchmark>@champion` loads. A new version takes it only by beating it."""
+
+
+def validation_score(final: dict[str, float]) -> tuple[float, float]:
+    """The registry's criterion: val/accuracy, then val/expected_reward (never test)."""
+    return final.get("val/accuracy", float("-inf")), final.get("val/expected_reward",
+                                                               float("-inf"))
+
+
+def _version_score(version: Any) -> tuple[float, float]:
+    tags = version.tags or {}
+    return (float(tags.get("val/accuracy", "-inf")),
+            float(tags.get("val/expected_reward", "-inf")))
+
+
 def register_best(finished: list[tuple[str, int, RunResult]], reasoner: str,
-                  benchmark: str) -> str | None:
-    """Register the setting's best run's policy (highest val/accuracy, then val/expected_reward:
-    chosen on validation, never on test) as a version of model `fgpo-<reasoner>-<benchmark>`,
-    unless that run's model is registered already. Returns the model name, or None."""
+                  benchmark: str, table_md5: str = "") -> str | None:
+    """Register the setting's best run's policy (chosen on validation: `validation_score`) as a
+    version of model `fgpo-<reasoner>-<benchmark>`, unless that run's model is registered
+    already, and move the `champion` alias to it only when it beats the current champion
+    (strictly: a tie keeps the earlier one). Returns the model name, or None."""
     import mlflow
+    from mlflow.exceptions import MlflowException
     from mlflow.tracking import MlflowClient
 
     from fgpo.tracking import default_tracking_uri
 
-    ranked = [(r.final.get("val/accuracy", 0.0), r.final.get("val/expected_reward", 0.0),
-               method, seed, r) for method, seed, r in finished if r.model_uri]
+    ranked = [(validation_score(r.final), method, seed, r) for method, seed, r in finished
+              if r.model_uri]
     if not ranked:
         return None
-    *_, method, seed, best = max(ranked, key=lambda t: (t[0], t[1]))
+    score, method, seed, best = max(ranked, key=lambda t: t[0])
     name = f"fgpo-{reasoner}-{benchmark}"
     client = MlflowClient(default_tracking_uri())
-    if client.search_model_versions(f"name = '{name}' and run_id = '{best.run_id}'"):
-        return name
-    mlflow.set_tracking_uri(default_tracking_uri())
-    mlflow.register_model(best.model_uri, name, tags={
-        "method": method, "seed": str(seed), "setting": f"{reasoner}/{benchmark}",
-        "val/accuracy": f"{best.final.get('val/accuracy', float('nan')):.4f}",
-        "chosen_by": "val/accuracy, then val/expected_reward"})
+    found = client.search_model_versions(f"name = '{name}' and run_id = '{best.run_id}'")
+    if found:
+        version = found[0]
+    else:
+        mlflow.set_tracking_uri(default_tracking_uri())
+        version = mlflow.register_model(best.model_uri, name, tags={
+            "method": method, "seed": str(seed), "setting": f"{reasoner}/{benchmark}",
+            # repr: exact floats, so the champion comparison reads back what was measured
+            "val/accuracy": repr(score[0]), "val/expected_reward": repr(score[1]),
+            "table_md5": table_md5,
+            "chosen_by": "val/accuracy, then val/expected_reward"})
+    try:
+        champion = client.get_model_version_by_alias(name, CHAMPION)
+    except MlflowException:  # no champion yet
+        champion = None
+    if champion is None or score > _version_score(champion):
+        client.set_registered_model_alias(name, CHAMPION, version.version)
     return name
 
 
