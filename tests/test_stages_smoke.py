@@ -513,6 +513,28 @@ def test_a_killed_setting_resumes_each_run_on_its_own(built, tmp_path):
     assert m["test/accuracy"] == saved["final"]["test/accuracy"]
 
 
+def test_two_trainings_of_one_setting_at_once_train_and_register_once(built, tmp_path):
+    """Two `fgpo train` of the same setting started together: the second waits for the first
+    (saying so), then reads its finished runs back: one MLflow run per (method, seed), one
+    registry version, the same metrics, no temporary file left behind."""
+    uri = f"sqlite:///{tmp_path / 'store' / 'mlflow.db'}"
+    procs = [subprocess.Popen(_train_cmd(built, "fgpo", "grpo"), cwd=tmp_path,
+                              env=_env(MLFLOW_TRACKING_URI=uri), text=True,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE) for _ in range(2)]
+    outs = [proc.communicate(timeout=900) for proc in procs]
+    for proc, (out, err) in zip(procs, outs):
+        assert proc.returncode == 0, err[-3000:]
+    assert sum("being trained by another process" in err for _, err in outs) == 1
+    assert outs[0][0] == outs[1][0]  # the same headline numbers printed by both
+    runs = _runs(uri)
+    assert sorted((r.data.tags["method"], r.info.status) for r in runs) == [
+        ("fgpo", "FINISHED"), ("grpo", "FINISHED")]
+    from mlflow.tracking import MlflowClient
+    assert len(MlflowClient(uri).search_model_versions(
+        "name = 'fgpo-careful_expert-genomeqa'")) == 1
+    assert not list((tmp_path / "runs").rglob("*.tmp"))
+
+
 def test_seeds_in_one_process_match_each_seed_trained_alone(built, tmp_path):
     """The frozen-layer cache and the backbone are shared by the runs of a process; their
     numbers must not be: seed 1 after seed 0 (and after the other method) equals seed 1 alone."""

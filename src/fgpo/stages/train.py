@@ -18,6 +18,9 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -43,6 +46,8 @@ from fgpo.train.settings import resolve_device
 from fgpo.train.loop import RunResult, check_run_data, config_hash, train_run
 from fgpo.train.overrides import (BEST_PARAMS, TUNED_PARAMS, apply, apply_best,
                                   apply_tuned, read_best, read_tuned, tuned_source)
+
+log = logging.getLogger(__name__)
 
 
 def swept_params(method: str, reasoner: str, benchmark: str, params: Path,
@@ -94,10 +99,33 @@ def main(reasoner: str, benchmark: str, methods: list[str] | None = None,
     ablation's); `register` puts the setting's best run's policy in MLflow's model registry.
     Returns method -> summary."""
     from fgpo.tracking import sigterm_as_exit
-    with sigterm_as_exit():  # a `kill` ends the MLflow run as KILLED, not RUNNING for good
+    with sigterm_as_exit(), setting_lock(runs_root, reasoner, benchmark):
+        # a `kill` ends the MLflow run as KILLED, not RUNNING for good
         return _main(reasoner, benchmark, methods, params, data, metrics_root, plots_root,
                      runs_root, selections_root, tracking, force,
                      tables_root or data / "reward_tables", any_method, register)
+
+
+@contextmanager
+def setting_lock(runs_root: Path, reasoner: str, benchmark: str) -> Iterator[None]:
+    """One training of a setting at a time: a second `fgpo train` of it waits here, then reads
+    back the runs the first one finished (no run trained or logged twice, no second registry
+    version). An OS file lock, released when its process dies, so a kill leaves none behind."""
+    from filelock import FileLock, Timeout
+
+    path = runs_root / ".locks" / f"{reasoner}--{benchmark}.lock"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    lock = FileLock(str(path))
+    try:
+        lock.acquire(timeout=0)
+    except Timeout:
+        log.warning("%s/%s is being trained by another process (lock %s); waiting for it, "
+                    "then its finished runs are read back", reasoner, benchmark, path)
+        lock.acquire()
+    try:
+        yield
+    finally:
+        lock.release()
 
 
 def _main(reasoner: str, benchmark: str, methods: list[str] | None, params: Path, data: Path,

@@ -194,7 +194,7 @@ def save_checkpoint(path: Path, chash: str, policy: Policy, optimizer: torch.opt
                     scheduler: Any, generators: dict[str, torch.Generator], state: LoopState,
                     estimator: Estimator) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".tmp")
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")  # never another process's file
     torch.save({"config_hash": chash, "policy": _trainable_state(policy),
                 "optimizer": optimizer.state_dict(), "scheduler": scheduler.state_dict(),
                 **{k: g.get_state() for k, g in generators.items()},
