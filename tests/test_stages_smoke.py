@@ -17,6 +17,7 @@ import pytest
 import yaml
 
 from fgpo.benchmarks.config import BenchmarkConfig, load_prepare
+from fgpo.errors import InputError
 from fgpo.question import from_frame
 from fgpo.seqio import read_parquet_metadata
 from fgpo.tools import ToolsConfig, tool_fingerprint
@@ -350,6 +351,15 @@ def test_train_stage_logs_a_complete_mlflow_run(tmp_path, request):
         assert list(got["mask"]) == list(want["mask"])
         assert list(got["tools"]) == list(want["tools"])
         assert np.allclose(got["p_selected"], want["p_selected"], atol=1e-5)
+    # the loaded model refuses what no policy can read, naming the row and field
+    from mlflow.exceptions import MlflowException
+    for bad, needle in [(frame[["question"]], "sequences"),
+                        (frame.assign(sequences='{"seq": "ACGTXZ!!"}'), "outside IUPAC DNA"),
+                        (frame.assign(sequences=""), "sequences"),
+                        (frame.assign(sequences="{}"), "non-empty"),
+                        (frame.iloc[:0], "no rows")]:
+        with pytest.raises((InputError, MlflowException), match=needle):
+            model.predict(bad)
     # the reward-table build: a run of its own, its numbers those of the table it wrote
     tables = client.get_experiment_by_name("fgpo-reward-tables")
     assert tables.tags["mlflow.experimentKind"] == "custom_model_development"

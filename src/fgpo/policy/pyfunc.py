@@ -1,6 +1,6 @@
 """The trained policy as an MLflow model: questions in, the greedy tool subset out.
 
-    model = mlflow.pyfunc.load_model("models:/fgpo-careful_expert-genomeqa/1")
+    model = mlflow.pyfunc.load_model("models:/fgpo-careful_expert-genomeqa@champion")
     model.predict(pd.DataFrame({"question": [...], "sequences": ['{"seq": "ACGT..."}']}))
     # -> columns tools ("gc_content,orf_finder"; "" = no tool), mask, p_selected
 
@@ -28,6 +28,7 @@ from fgpo.errors import InputError
 from fgpo.policy import build_policy
 from fgpo.policy.base import Policy, PolicyConfig
 from fgpo.question import Question
+from fgpo.seqio import normalise_sequence
 from fgpo.tools.subsets import subset_tools
 
 POLICY_FILE = "policy.json"
@@ -35,7 +36,7 @@ ENTRY = "fgpo.policy.pyfunc_entry"
 """The module MLflow runs to build the model when it loads it (models from code)."""
 SIGNATURE = ModelSignature(
     inputs=Schema([ColSpec("string", "question"),
-                   ColSpec("string", "sequences", required=False)]),
+                   ColSpec("string", "sequences")]),
     outputs=Schema([ColSpec("string", "tools"), ColSpec("long", "mask"),
                     ColSpec("double", "p_selected")]))
 """sequences: a JSON object label -> DNA ({"seq": ...}, {"ref": ..., "alt": ...}), as the
@@ -65,19 +66,37 @@ def load_policy(path: Path) -> tuple[Policy, list[str]]:
 
 
 def questions_from_frame(df: pd.DataFrame) -> list[Question]:
-    """Rows of (question, sequences JSON) -> the questions the policy reads."""
-    if "question" not in df:
-        raise InputError("the model's input needs a 'question' column", field="question")
+    """Rows of (question, sequences JSON) -> the questions the policy reads; anything else is
+    refused naming the row and field: no rows, a missing column, an empty question, sequences
+    that are not a non-empty JSON object of label -> DNA, a sequence outside IUPAC DNA."""
+    if not len(df):
+        raise InputError("the model's input has no rows", field="question")
+    missing = [c for c in ("question", "sequences") if c not in df]
+    if missing:
+        raise InputError(f"the model's input needs the column(s) {missing} (question text; "
+                         "sequences as a JSON object label -> DNA, e.g. '{\"seq\": \"ACGT\"}')",
+                         field=missing[0])
     out = []
-    for i, row in enumerate(df.itertuples(index=False)):
-        raw = getattr(row, "sequences", None)
+    for i, (question, raw) in enumerate(zip(df["question"], df["sequences"])):
+        if not isinstance(question, str) or not question.strip():
+            raise InputError(f"the question must be non-empty text, got {question!r}",
+                             record=str(i), field="question")
         try:
-            seqs = json.loads(raw) if isinstance(raw, str) and raw else (raw or {})
+            seqs = json.loads(raw) if isinstance(raw, str) else raw
         except json.JSONDecodeError as exc:
             raise InputError(f"sequences is not a JSON object: {exc}", record=str(i),
                              field="sequences") from None
-        out.append(Question(id=str(i), benchmark="", family="", question=str(row.question),
-                            sequences=dict(seqs), options=[], answer=0))
+        if not isinstance(seqs, dict) or not seqs:
+            raise InputError(f"sequences must be a non-empty JSON object label -> DNA, got "
+                             f"{raw!r}", record=str(i), field="sequences")
+        bad = [label for label, seq in seqs.items() if not isinstance(seq, str)]
+        if bad:
+            raise InputError(f"a sequence must be a DNA string, got {seqs[bad[0]]!r}",
+                             record=str(i), field=f"sequences.{bad[0]}")
+        clean = {str(label): normalise_sequence(seq, record=str(i), field=f"sequences.{label}")
+                 for label, seq in seqs.items()}
+        out.append(Question(id=str(i), benchmark="", family="", question=question,
+                            sequences=clean, options=[], answer=0))
     return out
 
 
