@@ -545,6 +545,17 @@ def test_two_trainings_of_one_setting_at_once_train_and_register_once(built, tmp
     assert not list((tmp_path / "runs").rglob("*.tmp"))
 
 
+def test_a_bad_tuned_file_stops_fgpo_train_with_exit_2_naming_it(built, tmp_path):
+    shutil.copy(built / "params.yaml", tmp_path / "params.yaml")
+    (tmp_path / "tune").mkdir()
+    (tmp_path / "tune/tuned.yaml").write_text("fgpo: {learning_rat: 0.003}\n")
+    r = subprocess.run(_train_cmd(built, params=tmp_path / "params.yaml") + ["--no-mlflow"],
+                       cwd=tmp_path, env=_env(), capture_output=True, text=True)
+    assert r.returncode == 2 and "Traceback" not in r.stderr
+    assert "tune/tuned.yaml" in r.stderr and "field 'fgpo.learning_rat'" in r.stderr
+    assert not (tmp_path / "runs").exists() or not list((tmp_path / "runs").rglob("*.json"))
+
+
 def test_seeds_in_one_process_match_each_seed_trained_alone(built, tmp_path):
     """The frozen-layer cache and the backbone are shared by the runs of a process; their
     numbers must not be: seed 1 after seed 0 (and after the other method) equals seed 1 alone."""

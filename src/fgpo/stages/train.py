@@ -141,6 +141,10 @@ def _main(reasoner: str, benchmark: str, methods: list[str] | None, params: Path
             raise InputError(f"method {method!r} not in {allowed}", file=str(params),
                              field="train.methods")
     methods = methods or base_cfg.methods
+    try:  # e.g. cuda on a machine without one: before any table or model is read
+        resolve_device(base_cfg.device)
+    except InputError as exc:
+        raise InputError(exc.message, file=str(params), field=exc.field) from None
     if force:
         base_cfg = replace(base_cfg, allow_degenerate_table=True)
     # fails before training
@@ -272,9 +276,12 @@ def method_config(cfg: TrainConfig, method: str, reasoner: str, benchmark: str, 
     sweep params over those when sweep.apply_best is on; plus the sweep record used."""
     # tune/tuned.yaml sits beside the params file (the repository root under `dvc repro`)
     if apply_tuned(params):
-        cfg = apply(cfg, read_tuned(method, tuned or Path(params).parent / TUNED_PARAMS))
+        tuned = tuned or Path(params).parent / TUNED_PARAMS
+        cfg = apply(cfg, read_tuned(method, tuned), tuned, method)
     best = swept_params(method, reasoner, benchmark, params)
-    return (apply(cfg, best["params"]) if best else cfg), best
+    if best:
+        cfg = apply(cfg, best["params"], BEST_PARAMS, f"{method}.{reasoner}.{benchmark}.params")
+    return cfg, best
 
 
 @dataclass

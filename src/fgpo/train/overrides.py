@@ -7,9 +7,9 @@ as a params file of the train stage, so DVC sees when a sweep changed what train
 
 from __future__ import annotations
 
-from dataclasses import fields, replace
+from dataclasses import fields, is_dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, get_type_hints
 
 import yaml
 from filelock import FileLock
@@ -26,14 +26,41 @@ HEADER = ("# Best sweep params per setting (method -> reasoner -> benchmark), wr
           "(a DVC params file of `train`).\n")
 
 
-def apply(cfg: TrainConfig, values: dict[str, Any]) -> TrainConfig:
-    """A copy of `cfg` with dotted-path values set (lists given as 'a,b' strings are split)."""
+def apply(cfg: TrainConfig, values: dict[str, Any], file: str | Path | None = None,
+          where: str = "") -> TrainConfig:
+    """A copy of `cfg` with dotted-path values set (lists given as 'a,b' strings are split).
+
+    An unknown path or a value the config refuses is an InputError naming `file` (the tuned or
+    best-params file the values came from) and the field as written there (`where.path`)."""
     for path, value in values.items():
+        field = f"{where}.{path}" if where else str(path)
+        check_path(path, file, field)
         if isinstance(value, str) and path.endswith("target_modules"):
             value = value.split(",")
-        parts = path.split(".")
-        cfg = _set(cfg, parts, value)
+        try:
+            cfg = _set(cfg, path.split("."), value)
+        except InputError as exc:
+            if file is None:
+                raise
+            raise InputError(f"{exc.message} (as train.{path})", file=str(file),
+                             field=field) from exc
+        except (TypeError, ValueError) as exc:
+            raise InputError(f"{value!r} does not fit train.{path}: {exc}",
+                             file=None if file is None else str(file), field=field) from exc
     return cfg
+
+
+def check_path(path: Any, file: str | Path | None = None, field: str | None = None) -> None:
+    """`path` names a setting of the train section (e.g. `grpo.group_size`), or an InputError
+    naming the settings there are at the level where it went wrong."""
+    obj: Any = TrainConfig
+    for i, part in enumerate(str(path).split(".") if isinstance(path, str) else [path]):
+        names = {f.name: f for f in fields(obj)} if is_dataclass(obj) else {}
+        if part not in names:
+            known = ".".join(str(path).split(".")[:i]) or "train"
+            raise InputError(f"unknown train setting {path!r}; {known} has {sorted(names)}",
+                             file=None if file is None else str(file), field=field or str(path))
+        obj = get_type_hints(obj).get(part) if is_dataclass(obj) else None
 
 
 def _set(obj: Any, parts: list[str], value: Any) -> Any:
@@ -46,10 +73,23 @@ def _read(path: Path) -> dict[str, Any]:
     if not path.exists():
         raise InputError(f"best-params file missing; restore the committed one "
                          f"(git checkout {path}) or write one with `fgpo sweep`", file=str(path))
-    raw = yaml.safe_load(path.read_text()) or {}
-    if not isinstance(raw, dict) or not all(isinstance(v, dict) for v in raw.values()):
-        raise InputError("expected method -> reasoner -> benchmark -> best trial",
-                         file=str(path))
+    raw = read_params(path)  # YAML errors and repeated keys named like params.yaml's
+    for method, per_reasoner in raw.items():
+        if method not in ESTIMATORS:
+            raise InputError(f"unknown method {method!r}; choose from {list(ESTIMATORS)}",
+                             file=str(path), field=str(method))
+        for reasoner, per_bench in (per_reasoner or {}).items() if isinstance(
+                per_reasoner, dict) else [(None, per_reasoner)]:
+            if not isinstance(per_bench, dict):
+                raise InputError("expected method -> reasoner -> benchmark -> best trial",
+                                 file=str(path), field=f"{method}.{reasoner}")
+            for bench, best in per_bench.items():
+                where = f"{method}.{reasoner}.{bench}"
+                if not isinstance(best, dict) or not isinstance(best.get("params"), dict):
+                    raise InputError("a best trial is {study, trial, value, params: {dotted "
+                                     "train path: value}}", file=str(path), field=where)
+                for key in best["params"]:
+                    check_path(key, path, f"{where}.params.{key}")
     return raw
 
 
@@ -98,11 +138,19 @@ TUNED_HEADER = ("# Each method's tuned values (method -> dotted train path -> va
 
 
 def _tuned_file(path: Path) -> dict[str, dict[str, Any]]:
+    """The tuned file, checked whole: known methods, each a mapping of known train paths."""
     if not path.exists():
         return {}
-    raw = yaml.safe_load(path.read_text()) or {}
-    if not isinstance(raw, dict) or not all(isinstance(v, dict) for v in raw.values()):
-        raise InputError("expected method -> {dotted train path: value}", file=str(path))
+    raw = read_params(path)  # YAML errors and repeated keys named like params.yaml's
+    for method, values in raw.items():
+        if method not in ESTIMATORS:
+            raise InputError(f"unknown method {method!r}; choose from {list(ESTIMATORS)}",
+                             file=str(path), field=str(method))
+        if values is not None and not isinstance(values, dict):
+            raise InputError(f"expected method -> {{dotted train path: value}}, got "
+                             f"{values!r}", file=str(path), field=str(method))
+        for key in values or {}:
+            check_path(key, path, f"{method}.{key}")
     return raw
 
 
