@@ -98,6 +98,32 @@ def test_unknown_params_key_fails_loudly(tmp_path):
     assert r.returncode == 2 and "n_question" in r.stderr and "prepare.genomeqa" in r.stderr
 
 
+@pytest.mark.parametrize("args, option", [
+    (["reward-table", "careful_expert", "genomeqa", "--merge", "0"], "--merge"),
+    (["reward-shard", "careful_expert", "genomeqa", "-1"], "index"),
+    (["import", "--name", "x", "--family", "promoter", "--out", "x.parquet", "--csv", "x.csv",
+      "--max-per-class", "0"], "--max-per-class"),
+    (["sweep", "--method", "fgpo", "--reasoner", "r", "--benchmark", "b", "--n-trials", "0"],
+     "--n-trials"),
+])
+def test_command_line_counts_are_bounds_checked(tmp_path, args, option):
+    r = fgpo(*args, cwd=tmp_path)
+    assert r.returncode == 2 and option in r.stderr and "Traceback" not in r.stderr
+    assert not list(tmp_path.iterdir())  # refused before anything was written
+
+
+def test_a_negative_tool_cost_reaches_the_params_check_not_the_option_parser(tmp_path):
+    """dvc repro runs `fgpo cost-table r b -0.05` for a cost in ablation.tool_costs: the
+    command must read -0.05 as the cost and refuse it by the params field, not as an option."""
+    params = yaml.safe_load((REPO / "params.yaml").read_text())
+    params["ablation"]["tool_costs"] = [-0.05, 0.01]
+    (tmp_path / "params.yaml").write_text(yaml.safe_dump(params))
+    for cmd in ("cost-table", "ablate"):
+        r = fgpo(cmd, "careful_expert", "genomeqa", "-0.05", cwd=tmp_path)
+        assert r.returncode == 2 and "No such option" not in r.stderr
+        assert "field 'ablation.tool_costs'" in r.stderr and ">= 0" in r.stderr
+
+
 def _dvc(*args: str, cwd: Path) -> str:
     r = subprocess.run([str(BIN / "dvc"), *args], cwd=cwd, capture_output=True, text=True,
                        env={**os.environ, "PATH": f"{BIN}:{os.environ['PATH']}"})

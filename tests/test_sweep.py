@@ -345,3 +345,37 @@ def test_train_stage_reads_the_best_params_when_asked(tmp_path, monkeypatch):
     assert swept_params("fgpo", "r", "b", path) is None  # no study for that setting
     cfg = apply(TrainConfig(), best["params"])
     assert (cfg.learning_rate, cfg.grpo.clip_eps, cfg.policy.lora_r) == (0.002, 0.25, 4)
+
+
+@pytest.mark.parametrize("change, field", [
+    ({"n_trials": 0}, "sweep.n_trials"), ({"n_trials": "2"}, "sweep.n_trials"),
+    ({"epochs": 0}, "sweep.epochs"), ({"seed": -1}, "sweep.seed"),
+    ({"n_warmup_steps": 1.5}, "sweep.n_warmup_steps"),
+])
+def test_bad_sweep_counts_are_refused_with_the_field(change, field):
+    with pytest.raises(InputError) as exc:
+        sweep_config(**change)
+    assert exc.value.field == field, str(exc.value)
+
+
+@pytest.mark.parametrize("args", [["--n-trials", "0"], ["--n-trials", "-1"]])
+def test_fgpo_sweep_refuses_a_trial_count_below_one_before_any_work(tmp_path, args):
+    """0 used to mean "the default" (8 trials) and -1 ran none and rewrote sweeps/best.yaml."""
+    (tmp_path / "sweeps").mkdir()
+    (tmp_path / "sweeps/best.yaml").write_text("{}\n")
+    r = subprocess.run([str(Path(sys.executable).parent / "fgpo"), "sweep", "--method", "grpo",
+                        "--reasoner", "careful_expert", "--benchmark", "genomeqa", *args,
+                        "--params", str(REPO / "params.yaml"), "--no-mlflow"],
+                       cwd=tmp_path, capture_output=True, text=True)
+    assert r.returncode == 2 and "--n-trials" in r.stderr and "Traceback" not in r.stderr
+    assert (tmp_path / "sweeps/best.yaml").read_text() == "{}\n"
+    assert not (tmp_path / "sweeps/optuna.db").exists()
+
+
+def test_the_sweep_stage_treats_zero_trials_as_zero_not_the_default(tmp_path):
+    from fgpo.stages import sweep as stage
+
+    with pytest.raises(InputError) as exc:
+        stage.main("grpo", "careful_expert", "genomeqa", n_trials=0,
+                   params=REPO / "params.yaml", data=tmp_path / "data", tracking=False)
+    assert exc.value.field == "--n-trials"

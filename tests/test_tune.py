@@ -59,7 +59,11 @@ def test_params_yaml_tune_section_loads_and_every_method_searches_the_shared_set
     ({"space": {"fgpo": SHARED}}, "tune.space.grpo"),          # no space for a tuned method
     ({"settings": ["careful_expert-genomeqa"]}, "tune.settings"),
     ({"methods": ["fgpo", "ppo"]}, "tune.methods"),
-    ({"n_trials": 0}, "tune"),
+    ({"n_trials": 0}, "tune.n_trials"),
+    ({"n_trials": "2"}, "tune.n_trials"),                     # a string: was a TypeError
+    ({"n_trials": 2.5}, "tune.n_trials"),
+    ({"epochs": -1}, "tune.epochs"),
+    ({"n_startup_trials": -1}, "tune.n_startup_trials"),
     ({"space": {"fgpo": {**SHARED, "beta": {"type": "float", "low": 0.1, "high": 0.01}},
                 "grpo": SHARED}}, "tune.space.fgpo.beta"),  # empty range, named in full
 ])

@@ -22,6 +22,9 @@ from fgpo.errors import DivergedError, InputError, ReasonerError
 app = typer.Typer(add_completion=False, no_args_is_help=True,
                   help="Exact policy optimisation (FGPO) vs GRPO for genomic tool selection.")
 PARAMS = typer.Option(Path("params.yaml"), "--params", help="params.yaml to read.")
+NUMBERS = {"ignore_unknown_options": True}
+"""For commands with a number argument: `-0.05` (as `dvc repro` passes a negative cost from
+params.yaml) is that argument, for the command's own check, not an unknown option."""
 
 
 def command(*args: Any, **kwargs: Any) -> Callable:
@@ -103,7 +106,7 @@ def reward_table(reasoner: str = typer.Argument(..., help="name under reward_tab
                  base_url: Optional[str] = typer.Option(
                      None, help="override the spec's endpoint (openai backend), e.g. per shard"),
                  merge: Optional[int] = typer.Option(
-                     None, help="merge N finished shards into the stage's table"),
+                     None, min=1, help="merge N finished shards into the stage's table"),
                  no_mlflow: bool = typer.Option(False, "--no-mlflow",
                                                 help="skip logging the build as an MLflow run")
                  ) -> None:
@@ -114,10 +117,10 @@ def reward_table(reasoner: str = typer.Argument(..., help="name under reward_tab
     typer.echo(f"wrote {out}")
 
 
-@command("reward-shard")
+@command("reward-shard", context_settings=NUMBERS)
 def reward_shard(reasoner: str = typer.Argument(..., help="a name in reward_table.sharded"),
                  benchmark: str = typer.Argument(...),
-                 index: int = typer.Argument(..., help="the shard, 0..N-1"),
+                 index: int = typer.Argument(..., min=0, help="the shard, 0..N-1"),
                  params: Path = PARAMS, data: Path = typer.Option(Path("data")),
                  no_mlflow: bool = typer.Option(False, "--no-mlflow",
                                                 help="skip logging the build as an MLflow run")
@@ -168,8 +171,8 @@ def train(reasoner: str = typer.Argument(...), benchmark: str = typer.Argument(.
 @command()
 def sweep(method: str = typer.Option(..., help="an estimator (`fgpo list-methods`)"),
           reasoner: str = typer.Option(...), benchmark: str = typer.Option(...),
-          n_trials: Optional[int] = typer.Option(None, help="trials for this worker "
-                                                 "(default sweep.n_trials)"),
+          n_trials: Optional[int] = typer.Option(None, min=1, help="trials for this worker "
+                                                 "(>= 1; default sweep.n_trials)"),
           storage: Optional[str] = typer.Option(None, help="study storage URL (default "
                                                 "sweep.storage), e.g. postgresql://u:p@host/db"),
           study_name: Optional[str] = typer.Option(None, help="default <method>-<reasoner>-"
@@ -222,7 +225,7 @@ def import_collection(
         organism: str = typer.Option("genomic", help="word used in the question text"),
         question: Optional[str] = typer.Option(None, help="template with {n} and {organism}"),
         max_per_class: Optional[int] = typer.Option(
-            None, help="keep at most this many records per class (a seeded balanced sample; "
+            None, min=1, help="keep at most this many records per class (a seeded balanced sample; "
                        ">= 1; default: all)"),
         seed: int = 0) -> None:
     """Import a real labelled collection (FASTA pair or CSV, plain or gzipped) as yes/no questions.
@@ -253,7 +256,7 @@ def report(params: Path = PARAMS, data: Path = typer.Option(Path("data")),
                f"wrote {out / 'summary.md'}, {out / 'figures'}, {metrics / 'summary.json'}")
 
 
-@command()
+@command(context_settings=NUMBERS)
 def cost_table(reasoner: str = typer.Argument(...), benchmark: str = typer.Argument(...),
                cost: float = typer.Argument(..., help="per-tool cost, one of ablation.tool_costs"),
                params: Path = PARAMS, data: Path = typer.Option(Path("data"))) -> None:
@@ -262,7 +265,7 @@ def cost_table(reasoner: str = typer.Argument(...), benchmark: str = typer.Argum
     typer.echo(f"wrote {stage.main(reasoner, benchmark, cost, params, data)}")
 
 
-@command()
+@command(context_settings=NUMBERS)
 def ablate(reasoner: str = typer.Argument(...), benchmark: str = typer.Argument(...),
            cost: float = typer.Argument(..., help="per-tool cost, one of ablation.tool_costs"),
            params: Path = PARAMS, data: Path = typer.Option(Path("data")),

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import optuna
 
-from fgpo.config import DEFAULT_PARAMS, load_section
+from fgpo.config import DEFAULT_PARAMS, check_number, load_section
 from fgpo.errors import InputError
 from fgpo.rewards.data import load_run_data, table_path
 from fgpo.rewards.stats import require_trainable
@@ -41,6 +41,9 @@ def main(method: str, reasoner: str, benchmark: str, n_trials: int | None = None
     if not _NAME.fullmatch(name):
         raise InputError(f"study name {name!r}: use letters, digits, '.', '_' and '-'",
                          field="--study-name")
+    if n_trials is not None:  # 0 is no "default": the CLI refuses it too
+        check_number(n_trials, "--n-trials", "trials for this worker, e.g. 8", ge=1,
+                     integer=True)
     cfg = load_section(SweepConfig, "sweep", params)
     if multi_objective is not None:
         cfg = replace(cfg, multi_objective=multi_objective)
@@ -52,7 +55,7 @@ def main(method: str, reasoner: str, benchmark: str, n_trials: int | None = None
                       str(table_path(reasoner, benchmark, data / "reward_tables")))
     with sigterm_as_exit():
         study = run_sweep(method, reasoner, benchmark, train_cfg, cfg, run_data,
-                          n_trials or cfg.n_trials, url, name, tracking)
+                          cfg.n_trials if n_trials is None else n_trials, url, name, tracking)
     best = best_of(study)
     handed_off = name == canonical and best is not None  # a side study never hands off
     if handed_off:

@@ -36,6 +36,7 @@ from optuna.storages import JournalStorage, RDBStorage, RetryHeartbeatStaleTrial
 from optuna.storages.journal import JournalFileBackend
 from sqlalchemy.exc import IntegrityError, ProgrammingError
 
+from fgpo.config import check_number
 from fgpo.errors import InputError
 from fgpo.redact import redact_text, redact_url, url_with_password_from_env
 from fgpo.rewards.table import RunData
@@ -96,8 +97,12 @@ class SweepConfig:
     into the train section (learning_rate, policy.lora_r, grpo.clip_eps, ...)."""
 
     def __post_init__(self) -> None:
-        if self.n_trials < 1 or self.epochs < 1 or self.evals_per_epoch < 1:
-            raise InputError("n_trials, epochs and evals_per_epoch must be >= 1", field="sweep")
+        for name in ("n_trials", "epochs", "evals_per_epoch", "n_startup_trials",
+                     "n_warmup_steps", "heartbeat_interval", "grace_period"):
+            check_number(getattr(self, name), f"sweep.{name}", "a whole number",
+                         ge=0 if name in ("n_startup_trials", "n_warmup_steps") else 1,
+                         integer=True)
+        check_number(self.seed, "sweep.seed", "a whole number, e.g. 0", ge=0, integer=True)
         if self.heartbeat_interval < 1 or self.grace_period <= self.heartbeat_interval:
             raise InputError("need heartbeat_interval >= 1 and grace_period > heartbeat_interval",
                              field="sweep.grace_period")

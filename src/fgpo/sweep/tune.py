@@ -29,6 +29,7 @@ from optuna.study import MaxTrialsCallback
 from optuna.trial import TrialState
 from tqdm import tqdm
 
+from fgpo.config import check_number
 from fgpo.errors import InputError
 from fgpo.redact import redact_url
 from fgpo.rewards.table import RunData
@@ -85,8 +86,10 @@ class TuneConfig:
     """method -> {dotted train path -> {type, low, high, log, choices}}, as `sweep.space`."""
 
     def __post_init__(self) -> None:
-        if self.n_trials < 1 or self.epochs < 1 or self.evals_per_epoch < 1:
-            raise InputError("n_trials, epochs and evals_per_epoch must be >= 1", field="tune")
+        for name in ("n_trials", "epochs", "evals_per_epoch", "n_startup_trials", "seed"):
+            check_number(getattr(self, name), f"tune.{name}", "a whole number",
+                         ge=1 if name in ("n_trials", "epochs", "evals_per_epoch") else 0,
+                         integer=True)
         if not self.settings:
             raise InputError("declare at least one tuning setting <reasoner>/<benchmark>",
                              field="tune.settings")
