@@ -253,3 +253,66 @@ def test_the_champion_alias_moves_only_to_a_better_validation_score(tmp_path, mo
     loaded = mlflow.pyfunc.load_model(f"models:/{name}@{CHAMPION}")
     assert loaded.metadata.run_id == better.run_id
     mlflow.set_tracking_uri(None)
+
+
+def test_a_copied_checkout_keeps_its_artifacts_in_its_own_tree(tmp_path, monkeypatch):
+    """MLflow's SQLite store records absolute artifact locations: a copy of a checkout used to
+    write its new runs' artifacts into the original tree. Opening the project's store from the
+    copy re-roots them: old runs read their copied artifacts, new ones write beside the copy."""
+    import shutil
+
+    monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
+    monkeypatch.delenv("DVC_ROOT", raising=False)
+    original, copy = tmp_path / "original", tmp_path / "copy"
+    original.mkdir()
+    (tmp_path / "note.txt").write_text("evidence\n")
+    monkeypatch.chdir(original)
+    old = Tracker("fgpo", "first", {}, {})
+    old.log_artifact(tmp_path / "note.txt")
+    old.end()
+    shutil.copytree(original, copy)
+    monkeypatch.chdir(copy)
+    new = Tracker("fgpo", "second", {}, {})
+    new.log_artifact(tmp_path / "note.txt")
+    new.end()
+    client = MlflowClient(f"sqlite:///{copy / 'mlruns' / 'mlflow.db'}")
+    for run_id in (old.run_id, new.run_id):
+        uri = client.get_run(run_id).info.artifact_uri
+        assert uri.startswith((copy / "mlruns" / "artifacts").as_uri()), uri
+        assert Path(client.download_artifacts(run_id, "note.txt", str(tmp_path / run_id))
+                    ).read_text() == "evidence\n"
+    experiment = client.get_experiment_by_name("fgpo")
+    assert experiment.artifact_location == (copy / "mlruns" / "artifacts").as_uri()
+    # nothing of the copy's new run went into the original tree
+    assert not list((original / "mlruns" / "artifacts").rglob(new.run_id))
+    assert list((copy / "mlruns" / "artifacts").rglob(f"{new.run_id}/artifacts/note.txt"))
+    # the original, opened again, still points at itself
+    monkeypatch.chdir(original)
+    Tracker("fgpo", "third", {}, {}).end()
+    assert MlflowClient(f"sqlite:///{original / 'mlruns' / 'mlflow.db'}").get_experiment_by_name(
+        "fgpo").artifact_location == (original / "mlruns" / "artifacts").as_uri()
+
+
+def test_a_model_left_pending_by_a_killed_attempt_is_marked_failed(uri: str, tmp_path: Path):
+    """A kill while the policy was being logged left its logged model PENDING for good; the
+    resumed run's logging marks it FAILED before logging the model anew."""
+    from mlflow.entities import LoggedModelStatus
+
+    from fgpo.policy.pyfunc import fail_pending_models
+
+    t = Tracker("exp", "run", {}, {}, uri=uri, root=tmp_path / "mlruns")
+    client = MlflowClient(uri)
+    exp = client.get_run(t.run_id).info.experiment_id
+    dead = client.create_logged_model(exp, name="policy", source_run_id=t.run_id)
+    done = client.create_logged_model(exp, name="policy", source_run_id=t.run_id)
+    client.finalize_logged_model(done.model_id, LoggedModelStatus.READY)
+    other = Tracker("exp", "other", {}, {}, uri=uri, root=tmp_path / "mlruns")
+    elsewhere = client.create_logged_model(exp, name="policy", source_run_id=other.run_id)
+    assert fail_pending_models(client, t.run_id) == [dead.model_id]
+    status = {m: client.get_logged_model(m).status for m in
+              (dead.model_id, done.model_id, elsewhere.model_id)}
+    assert status == {dead.model_id: LoggedModelStatus.FAILED,
+                      done.model_id: LoggedModelStatus.READY,
+                      elsewhere.model_id: LoggedModelStatus.PENDING}  # another run's: left
+    t.end()
+    other.end()

@@ -130,12 +130,27 @@ def requirements() -> list[str]:
     return [f"{n}=={version(n).split('+')[0]}" for n in names]
 
 
+def fail_pending_models(client: mlflow.MlflowClient, run_id: str) -> list[str]:
+    """Mark FAILED the run's logged models still PENDING: an attempt killed while logging its
+    model (the resumed run logs it anew); returns their ids."""
+    from mlflow.entities import LoggedModelStatus
+
+    experiment = client.get_run(run_id).info.experiment_id
+    pending = [m.model_id for m in client.search_logged_models(
+        [experiment], filter_string=f"source_run_id = '{run_id}'")
+        if m.status == LoggedModelStatus.PENDING]
+    for model_id in pending:
+        client.finalize_logged_model(model_id, LoggedModelStatus.FAILED)
+    return pending
+
+
 def log_policy(policy_dir: Path, run_id: str, uri: str, step: int = 0
                ) -> mlflow.models.model.ModelInfo:
     """Log the saved policy as the run's model `policy` (its model_uri and model_id); MLflow
     gives the model the run's metrics at `step`, the checkpoint the policy is."""
     import fgpo
     mlflow.set_tracking_uri(uri)
+    fail_pending_models(mlflow.MlflowClient(uri), run_id)
     with mlflow.start_run(run_id=run_id):  # attaches the model to the run (resumed by id)
         info = mlflow.pyfunc.log_model(
             name="policy", python_model=find_spec(ENTRY).origin,

@@ -22,6 +22,7 @@ Three things MLflow's client does not do for us:
 
 from __future__ import annotations
 
+import logging
 import os
 import signal
 import time
@@ -37,6 +38,7 @@ from mlflow.tracking.context.registry import resolve_tags
 
 from fgpo.redact import redact, redact_url
 
+log = logging.getLogger(__name__)
 MLRUNS = Path("mlruns")
 TERMINAL = ("FINISHED", "FAILED", "KILLED")
 EXPERIMENT_KIND = {"mlflow.experimentKind": "custom_model_development"}
@@ -64,15 +66,52 @@ def dvc_experiment_tags() -> dict[str, str]:
 
 
 def open_client(uri: str) -> MlflowClient:
-    """A client whose store exists: a new SQLite store is created once, under a file lock."""
+    """A client whose store exists: a new SQLite store is created once, under a file lock; the
+    project's own store, copied or moved with its checkout, is re-rooted (`reroot_artifacts`)."""
     if uri.startswith("sqlite:///"):
         db = Path(uri[len("sqlite:///"):])
         db.parent.mkdir(parents=True, exist_ok=True)
         with FileLock(str(db) + ".init.lock", timeout=300):
             client = MlflowClient(uri)
             client.search_experiments(max_results=1)  # creates and migrates the schema
+            if db.resolve() == (project_mlruns() / "mlflow.db").resolve():
+                reroot_artifacts(db, project_mlruns() / "artifacts")
         return client
     return MlflowClient(uri)
+
+
+def reroot_artifacts(db: Path, artifacts: Path) -> str | None:
+    """Point a moved store's artifact locations at `artifacts`, the folder beside it now.
+
+    MLflow's SQLite store records absolute artifact URIs (experiments, runs, logged models,
+    model versions), so a copied checkout would read and write its artifacts in the original
+    tree. When the store's experiments name another `.../mlruns/artifacts`, every text cell that
+    starts with that location (as a file URI or a path) is rewritten to start with `artifacts`
+    instead; nothing else is touched. MLflow has no API for this, hence SQL on its own tables.
+    Returns the old location when it re-rooted, else None."""
+    import sqlite3
+
+    new_uri = artifacts.resolve().as_uri()
+    with sqlite3.connect(db) as con:
+        olds = {row[0] for row in con.execute("SELECT artifact_location FROM experiments")
+                if row[0] and row[0].startswith("file://") and row[0] != new_uri
+                and row[0].rstrip("/").endswith("/mlruns/artifacts")}
+        for old_uri in sorted(olds):
+            old_path = old_uri[len("file://"):]
+            pairs = [(old_uri, new_uri), (old_path, str(artifacts.resolve()))]
+            for (table,) in con.execute("SELECT name FROM sqlite_master WHERE type = 'table'"
+                                        ).fetchall():
+                columns = [c[1] for c in con.execute(f'PRAGMA table_info("{table}")')
+                           if "CHAR" in c[2].upper() or "TEXT" in c[2].upper()]
+                for column, (old, new) in ((c, pair) for c in columns for pair in pairs):
+                    # prefix match only (a path separator or the end after it), by length
+                    con.execute(f'UPDATE "{table}" SET "{column}" = ? || substr("{column}", ?) '
+                                f'WHERE substr("{column}", 1, ?) = ? AND (length("{column}") '
+                                f'= ? OR substr("{column}", ?, 1) = \'/\')',
+                                (new, len(old) + 1, len(old), old, len(old), len(old) + 1))
+            log.info("MLflow store %s was made at %s: artifact locations re-rooted to %s",
+                     db, old_uri, new_uri)
+    return sorted(olds)[0] if olds else None
 
 
 def flatten(d: dict[str, Any], prefix: str = "") -> dict[str, Any]:
