@@ -523,8 +523,8 @@ def test_max_per_class_must_be_positive(tmp_path: Path, value: int) -> None:
     out = tmp_path / "o.parquet"
     r = CliRunner().invoke(app, ["import", "--name", "x", "--family", "promoter", "--out",
                                  str(out), "--csv", str(p), "--max-per-class", str(value)])
-    assert r.exit_code == 2  # _fail's clean exit, not a traceback (exit 1)
-    assert "--max-per-class" in r.stderr and "at least 1" in r.stderr
+    assert r.exit_code == 2  # the CLI's own bound: a usage error, not a traceback (exit 1)
+    assert "--max-per-class" in r.stderr and "greater than or equal" in r.stderr
     assert not out.exists()
 
 
@@ -535,7 +535,8 @@ def test_max_per_class_has_help_text() -> None:
     r = CliRunner().invoke(app, ["import", "--help"])
     assert r.exit_code == 0
     line = next(x for x in r.output.splitlines() if "--max-per-class" in x)
-    assert "per class" in line.split("<int>", 1)[1]  # the help column is not empty
+    assert "[x>=1]" in line  # the bound, shown in the help
+    assert "keep at most" in line.split("[x>=1]", 1)[1]  # the help column is not empty
 
 
 def _fasta(path: Path, records: list[tuple[str, str]]) -> Path:
