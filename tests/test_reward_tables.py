@@ -255,7 +255,7 @@ def test_question_shards_merge_into_the_unsharded_table(small, tmp_path):
         merge_shards(shards, tmp_path / "t2.parquet", stale)
 
 
-# ---- the table matches the benchmark it is loaded with (issue 10, items 5 and 13) -----------
+# ---- the table matches the benchmark it is loaded with ------------------- -----------
 def _changed(q):
     """The same question id with other content (as a re-import with another seed gives)."""
     from dataclasses import replace

@@ -383,7 +383,7 @@ def test_unknown_reasoner_backend_names_the_reasoner(tmp_path: Path) -> None:
     assert str(p) in str(exc.value) and "'gpt'" in str(exc.value)
 
 
-# ---- issue 10, item 8: a truncated or corrupt parquet is a clear error naming the file -------------
+# ---- a truncated or corrupt parquet is a clear error naming the file -------------
 
 def _truncated_parquet(path: Path) -> Path:
     atomic_write_parquet(pd.DataFrame({"a": list(range(100)), "b": ["x"] * 100}), path,
@@ -437,7 +437,7 @@ def test_cli_corrupt_benchmark_parquet_no_traceback(tmp_path: Path) -> None:
     assert str(bad) in r.stderr and "truncated or corrupt" in r.stderr
 
 
-# ---- issue 10, item 9: `fgpo import` on awkward input ---------------------------------------------
+# ---- `fgpo import` on awkward input ---------------------------------------------
 
 BINARY = b"\x89PNG\r\n\x1a\n" + bytes(range(256)) * 4  # not UTF-8
 
@@ -616,7 +616,7 @@ def test_html_escaped_and_doubled_header_markers(tmp_path: Path) -> None:
     assert read_fasta(p) == [("FP000123", "ACGT"), ("FP000456", "GGCC"), ("a&b", "TTAA")]
 
 
-# ---- issue 10, item 12: written files get the usual umask permissions -----------------------------
+# ---- written files get the usual umask permissions -----------------------------
 
 @pytest.mark.parametrize("umask, mode", [(0o022, 0o644), (0o027, 0o640), (0o002, 0o664)])
 def test_atomic_writes_use_umask_permissions(tmp_path: Path, umask: int, mode: int) -> None:
