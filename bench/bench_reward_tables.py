@@ -22,8 +22,8 @@ from fgpo.reasoners.prompt import render_prefix, render_prompt
 from fgpo.reasoners.rule import PROFILES
 from fgpo.rewards.build import RewardTableConfig, build_table, subset_evidence
 from fgpo.seqio import atomic_write_text
-from fgpo.tools import ToolsConfig
-from fgpo.tools import ToolOutput
+from fgpo.tools.toolset import ToolsConfig
+from fgpo.tools.base import ToolOutput
 from fgpo.tools.outputs import run_tools
 
 

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from fgpo.benchmarks import declared_samples
 from fgpo.seqio import atomic_write_text
-from fgpo.tools import ToolsConfig
+from fgpo.tools.toolset import ToolsConfig
 from fgpo.tools.outputs import run_tools
 
 

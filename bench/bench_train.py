@@ -63,11 +63,11 @@ class Clock:
 def pipeline_setting(setting: str, what: str):
     """The pipeline's run data for 'reasoner/benchmark' and the train config; None if unbuilt."""
     from fgpo.config import load_section
-    from fgpo.tools import ToolsConfig
     from fgpo.rewards.data import load_run_data
+    from fgpo.rewards.table import tool_names
     reasoner, benchmark = setting.split("/")
     try:
-        data = load_run_data(reasoner, benchmark, load_section(ToolsConfig, "tools"))
+        data = load_run_data(reasoner, benchmark, tool_names())
     except Exception as exc:  # noqa: BLE001 - the pipeline has not built this table
         print(f"{what} skipped: {exc}")
         return None

@@ -12,9 +12,7 @@ from fgpo.benchmarks.config import BenchmarkConfig
 from fgpo.benchmarks.genomeqa import EVIDENCE, FAMILIES
 from fgpo.question import from_frame, to_frame
 from fgpo.seqio import normalise_sequence
-from fgpo.tools import ToolsConfig, build_tools
-
-# 24 per family keeps the test to seconds while covering every construction branch
+from fgpo.tools.toolset import ToolsConfig, build_tools
 # (the branches cycle with i modulo 2..12).
 N_PER_FAMILY = 24
 
@@ -117,6 +115,6 @@ def test_seeded_determinism_and_roundtrip(questions):
 
 
 def test_evidence_map_names_registered_tools():
-    from fgpo.tools import TOOL_REGISTRY
+    from fgpo.tools.toolset import TOOL_REGISTRY
     assert set(EVIDENCE) == set(FAMILIES)
     assert all(t in TOOL_REGISTRY for tools in EVIDENCE.values() for t in tools)

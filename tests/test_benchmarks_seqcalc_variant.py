@@ -17,7 +17,7 @@ import pytest
 from fgpo.benchmarks import generate, seqcalc, variant
 from fgpo.benchmarks.config import BenchmarkConfig
 from fgpo.question import Question
-from fgpo.tools import TOOL_REGISTRY, ToolsConfig, build_tools
+from fgpo.tools.toolset import ToolsConfig, build_tools, TOOL_REGISTRY
 
 N_PER_FAMILY = 40
 SEED = 5

@@ -1,102 +1,22 @@
-"""dvc.yaml declares the code each stage runs: the module closure of its entry, derived here.
+"""dvc.yaml declares the code each stage runs: the module closure of its entry
+(`fgpo.tracking.code.stage_closure`, the rule the train stage's runs cache is keyed by too).
 
-A stage runs `fgpo <command>`: cli.py (with its module-level imports) and the stage's module in
-`fgpo.stages` with every `fgpo` module it imports, at module or function level, and the
-`__init__.py` of each package on the way. A dependency path covers a module when it is the
-module's file or a folder above it. Every module of the closure must be covered, and every code
-path a stage declares must hold only modules of its closure (so editing a module reruns exactly
-the stages that import it).
+A dependency path covers a module when it is the module's file or a folder above it. Every
+module of the closure must be covered, and every code path a stage declares must hold only
+modules of its closure (so editing a module reruns exactly the stages that import it).
 """
 
 from __future__ import annotations
 
-import ast
-from functools import cache
 from pathlib import Path
 
 import pytest
 import yaml
 
+from fgpo.tracking.code import module_file, stage_closure
+
 REPO = Path(__file__).resolve().parents[1]
-SRC = REPO / "src"
-PACKAGE = SRC / "fgpo"
-
-
-def _file(module: str) -> Path | None:
-    """The source file of an `fgpo` module (a package's __init__.py), or None."""
-    base = SRC.joinpath(*module.split("."))
-    for path in (base.with_suffix(".py"), base / "__init__.py"):
-        if path.is_file():
-            return path
-    return None
-
-
-def _module(path: Path) -> str:
-    parts = path.relative_to(SRC).with_suffix("").parts
-    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
-
-
-def _package_of(path: Path) -> str:
-    return _module(path) if path.name == "__init__.py" else _module(path).rpartition(".")[0]
-
-
-def _dynamic_package(node: ast.Call) -> str | None:
-    """`import_module(f"fgpo.pkg.{x}")` / `__import__(f"fgpo.pkg.{x}")` -> "fgpo.pkg"."""
-    name = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", "")
-    if name not in ("import_module", "__import__") or not node.args:
-        return None
-    arg = node.args[0]
-    if isinstance(arg, ast.JoinedStr) and arg.values and isinstance(arg.values[0], ast.Constant):
-        prefix = str(arg.values[0].value)
-        if prefix.startswith("fgpo.") and prefix.endswith("."):
-            return prefix.rstrip(".")
-    return None
-
-
-@cache
-def _imports(path: Path, top_level_only: bool) -> frozenset[str]:
-    """The `fgpo` modules a file imports: import statements, module names given as strings, and
-    f-string dynamic imports (expanded to the whole package they name)."""
-    tree = ast.parse(path.read_text(), str(path))
-    nodes = tree.body if top_level_only else list(ast.walk(tree))
-    found: set[str] = set()
-    for node in nodes:
-        if isinstance(node, ast.Import):
-            found.update(a.name for a in node.names)
-        elif isinstance(node, ast.ImportFrom):
-            base = node.module or ""
-            if node.level:
-                pkg = _package_of(path).split(".")
-                pkg = pkg[:len(pkg) - node.level + 1]
-                base = ".".join(pkg + ([base] if base else []))
-            found.add(base)
-            found.update(f"{base}.{a.name}" for a in node.names)  # a submodule, if it is one
-        elif isinstance(node, ast.Call) and (pkg := _dynamic_package(node)):
-            found.update(_module(p) for p in SRC.joinpath(*pkg.split(".")).glob("*.py"))
-        elif isinstance(node, ast.Constant) and str(node.value).startswith("fgpo."):
-            found.add(str(node.value))  # a module named for import_module, e.g. a backend
-    return frozenset(m for m in found if m.split(".")[0] == "fgpo" and _file(m))
-
-
-def closure(entry: str, top_level_only: bool = False) -> set[Path]:
-    """The files of `entry` and of every `fgpo` module it reaches, package __init__s included."""
-    seen: set[Path] = set()
-    todo = [entry]
-    while todo:
-        module = todo.pop()
-        parts = module.split(".")
-        for i in range(1, len(parts) + 1):  # importing a.b.c runs a and a.b first
-            path = _file(".".join(parts[:i]))
-            if path is None or path in seen:
-                continue
-            seen.add(path)
-            todo.extend(_imports(path, top_level_only and path.name == "cli.py"))
-    return seen
-
-
-def stage_closure(stage: str) -> set[Path]:
-    return closure(f"fgpo.stages.{stage}") | closure("fgpo.cli", top_level_only=True)
-
+PACKAGE = REPO / "src" / "fgpo"
 
 PIPELINES = ["dvc.yaml", "ablation/dvc.yaml"]  # the main pipeline and the ablation's
 
@@ -128,7 +48,7 @@ STAGES = sorted(_stages())
 
 
 def test_every_stage_has_an_entry_module():
-    assert STAGES and all(_file(f"fgpo.stages.{s}") for s in STAGES), STAGES
+    assert STAGES and all(module_file(f"fgpo.stages.{s}") for s in STAGES), STAGES
 
 
 @pytest.mark.parametrize("stage", STAGES)
@@ -224,3 +144,32 @@ def test_table_readers_do_not_run_the_reasoners(stage):
     assert not [p for p in stage_closure(stage) if reasoners in p.parents]
     assert PACKAGE / "rewards" / "build.py" not in stage_closure(stage)
     assert not any(d == reasoners or reasoners in d.parents for d in _code_deps(_stages()[stage]))
+
+
+def test_training_depends_on_neither_the_report_nor_any_tool_module():
+    """A figure tweak or a tool's new version reruns the tables and the report, never training:
+    the train stage reads a table by its tool names (the table's build checks the tools)."""
+    for stage in ("train", "sweep", "tune"):
+        ran = stage_closure(stage)
+        assert not [p for p in ran if PACKAGE / "report" in p.parents], stage
+        tools = {p.name for p in ran if PACKAGE / "tools" in p.parents}
+        assert tools <= {"__init__.py", "subsets.py"}, (stage, tools)
+
+
+def test_the_runs_cache_digest_moves_exactly_with_the_declared_code(tmp_path, monkeypatch):
+    """One rule for "the code changed": the train stage's runs are keyed by the digest of the
+    files DVC declares for it, so editing a module outside them reuses every finished run and
+    editing one inside retrains (as `dvc repro` would rerun the stage)."""
+    import shutil
+
+    from fgpo.tracking import code
+
+    shutil.copytree(PACKAGE, tmp_path / "fgpo", ignore=shutil.ignore_patterns("__pycache__"))
+    monkeypatch.setattr(code, "SRC", tmp_path)
+    before = code.stage_digest("train")
+    with (tmp_path / "fgpo" / "report" / "figures.py").open("a") as fh:
+        fh.write("# a figure tweak\n")
+    assert code.stage_digest("train") == before
+    with (tmp_path / "fgpo" / "train" / "fgpo.py").open("a") as fh:
+        fh.write("# a loss edit\n")
+    assert code.stage_digest("train") != before

@@ -12,7 +12,7 @@ from fgpo.reasoners import ReasonerSpec, Request, build_reasoner
 from fgpo.reasoners.parse import parse_answer
 from fgpo.reasoners.prompt import TEMPLATE_HASH, render_messages, render_prompt
 from fgpo.reasoners.rule import PROFILES, respond
-from fgpo.tools import ToolsConfig, build_tools
+from fgpo.tools.toolset import ToolsConfig, build_tools
 from fgpo.tools.base import ToolOutput
 
 Q = Question(id="q1", benchmark="genomeqa", family="tf_binding",

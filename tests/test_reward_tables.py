@@ -26,7 +26,7 @@ from fgpo.rewards.stats import table_stats, uniform_zero_signal
 from fgpo.rewards.build import RewardTableConfig, build_table
 from fgpo.rewards.table import RewardTable, load_reward_table
 from fgpo.seqio import read_parquet_metadata
-from fgpo.tools import ToolsConfig, build_tools
+from fgpo.tools.toolset import ToolsConfig, build_tools, require_fingerprint
 
 REPO = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
@@ -77,7 +77,7 @@ def test_table_is_complete_and_rewards_follow_answers(small, tmp_path):
     meta = read_parquet_metadata(path)
     assert meta["reasoner_calls"] == len(df) and meta["K"] == 6 and meta["tools"] == cfg.names
     assert not list(tmp_path.glob("*.journal.jsonl"))
-    table = load_reward_table(path, cfg)
+    table = load_reward_table(path, cfg.names)
     assert table.reward.shape == (12, 64)
 
 
@@ -131,19 +131,23 @@ def _rewrite(path: Path, df: pd.DataFrame) -> None:
 def test_load_refuses_missing_duplicate_and_foreign_tables(small, tmp_path):
     _, _, cfg = small
     path = _build(small, tmp_path / "t.parquet")
-    with pytest.raises(InputError, match="fingerprint"):
-        load_reward_table(path, ToolsConfig(names=cfg.names[:5]))
-    with pytest.raises(InputError, match="fingerprint"):
-        load_reward_table(path, ToolsConfig(motif_fpr=1e-3))
+    with pytest.raises(InputError, match=r"built for the tools .*tools.names"):
+        load_reward_table(path, cfg.names[:5])  # what training checks: the bit order
+    with pytest.raises(InputError, match=r"built for the tools .*tools.names"):
+        load_reward_table(path, cfg.names[::-1])
+    # the tools' settings and versions: the fingerprint, checked by readers holding the tool set
+    with pytest.raises(InputError, match=r"another tool set.*motif_scan.fpr: 0.0001 -> 0.001"):
+        require_fingerprint(load_reward_table(path, cfg.names).meta, ToolsConfig(motif_fpr=1e-3),
+                            str(path), "the reward_table stage")
     df = pd.read_parquet(path)
     _rewrite(path, df.drop(index=[5, 6]))
     with pytest.raises(InputError, match=r"lack cells.*62 of 64"):
-        load_reward_table(path, cfg)
+        load_reward_table(path, cfg.names)
     _rewrite(path, pd.concat([df, df.iloc[[7]]]))
     with pytest.raises(InputError, match="duplicate"):
-        load_reward_table(path, cfg)
+        load_reward_table(path, cfg.names)
     with pytest.raises(InputError, match="not found"):
-        load_reward_table(tmp_path / "none.parquet", cfg)
+        load_reward_table(tmp_path / "none.parquet", cfg.names)
 
 
 # ---- a real kill, in a subprocess -------------------------------------------------------------
@@ -266,7 +270,7 @@ def _stage_data(small, tmp_path, table=True):
     """A data/ dir as the stages see it (benchmark, tool outputs, a table) and its params."""
     from fgpo.question import to_frame
     from fgpo.seqio import atomic_write_parquet
-    from fgpo.tools import tool_fingerprint
+    from fgpo.tools.toolset import tool_fingerprint
     from dataclasses import asdict as config_dict
     from fgpo.tools.outputs import run_tools
 
@@ -295,7 +299,7 @@ def _both_loaders_refuse(data, params, tmp_path, *needles):
     from fgpo.stages import table_stats
 
     loaders = {"table-stats": lambda: table_stats.main("r", "genomeqa", params, data, tmp_path / "m"),
-               "train": lambda: load_run_data("r", "genomeqa", ToolsConfig(), data)}
+               "train": lambda: load_run_data("r", "genomeqa", ToolsConfig().names, data)}
     for name, load in loaders.items():
         with pytest.raises(InputError) as exc:
             load()
@@ -351,7 +355,7 @@ def test_files_without_question_digests_are_refused(small, tmp_path):
     data, params, path = _stage_data(small, tmp_path)
     _rewrite(path, pd.read_parquet(path).drop(columns="question_digest"))
     with pytest.raises(InputError, match="no question_digest column.*rebuild"):
-        load_reward_table(path, ToolsConfig())
+        load_reward_table(path, ToolsConfig().names)
     outputs = data / "tool_outputs/genomeqa.parquet"
     _rewrite(outputs, pd.read_parquet(outputs).drop(columns="question_digest"))
     path.unlink()
@@ -420,8 +424,8 @@ def test_a_table_at_another_tool_cost_equals_a_rebuild_with_zero_reasoner_calls(
     assert meta_d == meta_r
     same = with_tool_cost(base, tmp_path / "same.parquet", 0.01)  # the source's cost: a copy
     assert same.read_bytes() == base.read_bytes()
-    table = load_reward_table(derived, cfg, qs)  # loads like any table
-    np.testing.assert_array_equal(table.correct, load_reward_table(base, cfg, qs).correct)
+    table = load_reward_table(derived, cfg.names, qs)  # loads like any table
+    np.testing.assert_array_equal(table.correct, load_reward_table(base, cfg.names, qs).correct)
 
 
 def test_the_tool_cost_transform_refuses_a_negative_cost_and_a_file_that_is_no_table(small,

@@ -36,7 +36,7 @@ from fgpo.reasoners.reading import parse_block, question_kind
 from fgpo.reasoners.rule import PROFILES, respond
 from fgpo.rewards.build import subset_evidence
 from fgpo.seqio import read_labelled_csv
-from fgpo.tools import ToolsConfig, build_tools
+from fgpo.tools.toolset import ToolsConfig, build_tools
 from fgpo.tools.base import ToolOutput
 
 REAL = Path(__file__).resolve().parents[2] / "shared" / "data" / "real"

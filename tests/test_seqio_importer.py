@@ -22,7 +22,7 @@ from fgpo.errors import InputError
 from fgpo.question import from_frame
 from fgpo.seqio import (atomic_write_parquet, normalise_sequence, read_fasta,
                         read_labelled_csv, read_parquet_metadata)
-from fgpo.tools import ToolsConfig
+from fgpo.tools.toolset import ToolsConfig
 
 REAL = Path(__file__).resolve().parents[1] / ".." / "shared" / "data" / "real"
 
@@ -418,9 +418,10 @@ def test_stage_loaders_name_a_corrupt_file(tmp_path: Path) -> None:
     from fgpo.rewards.table import load_reward_table
     from fgpo.tools.outputs import load_tool_outputs
     bad = _truncated_parquet(tmp_path / "t.parquet")
-    for load in (load_tool_outputs, load_reward_table):
+    for load, tools in ((load_tool_outputs, ToolsConfig()),
+                        (load_reward_table, ToolsConfig().names)):
         with pytest.raises(InputError) as exc:
-            load(bad, ToolsConfig())
+            load(bad, tools)
         assert str(bad) in str(exc.value) and "truncated or corrupt" in str(exc.value)
 
 

@@ -20,7 +20,7 @@ from fgpo.benchmarks.config import BenchmarkConfig, load_prepare
 from fgpo.errors import InputError
 from fgpo.question import from_frame
 from fgpo.seqio import read_parquet_metadata
-from fgpo.tools import ToolsConfig, tool_fingerprint
+from fgpo.tools.toolset import ToolsConfig, tool_fingerprint
 from fgpo.tracking.provenance import file_md5
 
 REPO = Path(__file__).resolve().parents[1]

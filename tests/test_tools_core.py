@@ -20,7 +20,7 @@ from fgpo.benchmarks.signals import coding_sequence
 from fgpo.errors import InputError
 from fgpo.question import Question
 from fgpo.seqio import atomic_write_parquet
-from fgpo.tools import ToolsConfig, build_tools, tool_fingerprint
+from fgpo.tools.toolset import ToolsConfig, build_tools, tool_fingerprint
 from dataclasses import asdict as config_dict
 from fgpo.tools.composition import Composition
 from fgpo.tools.motifs import MotifScan, load_motif, load_pssm, pssm_threshold
@@ -399,7 +399,7 @@ def test_fingerprint_changes_only_with_output_relevant_settings() -> None:
 
 def test_fingerprint_mismatch_names_the_differing_setting() -> None:
     """Issue 10, item 11: a changed max_text_chars printed two identical tool lists."""
-    from fgpo.tools.base import fingerprint_spec, require_fingerprint
+    from fgpo.tools.toolset import fingerprint_spec, require_fingerprint
 
     built, now = ToolsConfig(), ToolsConfig(max_text_chars=300, orf_min_aa=30)
     fp = tool_fingerprint(built)

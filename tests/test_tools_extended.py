@@ -8,7 +8,7 @@ import random
 
 import pytest
 
-from fgpo.tools.base import TOOL_REGISTRY, ToolsConfig
+from fgpo.tools.toolset import TOOL_REGISTRY, ToolsConfig
 from fgpo.tools.compare import SeqCompare
 from fgpo.tools.cpg import CpGIslands
 from fgpo.tools.kmer import KmerProfile

@@ -213,8 +213,7 @@ def test_the_champion_alias_moves_only_to_a_better_validation_score(tmp_path, mo
     import mlflow
     import mlflow.pyfunc
 
-    from fgpo.stages.train import CHAMPION, register_best
-    from fgpo.train.loop import RunResult
+    from fgpo.tracking.registry import CHAMPION, Candidate, register_best
 
     uri = f"sqlite:///{tmp_path / 'mlruns' / 'mlflow.db'}"
     monkeypatch.setenv("MLFLOW_TRACKING_URI", uri)
@@ -225,11 +224,11 @@ def test_the_champion_alias_moves_only_to_a_better_validation_score(tmp_path, mo
         def predict(self, context, model_input, params=None):
             return model_input
 
-    def trained(acc: float, er: float) -> RunResult:
+    def trained(acc: float, er: float, method: str = "fgpo", seed: int = 0) -> Candidate:
         with mlflow.start_run() as run:
             info = mlflow.pyfunc.log_model(name="policy", python_model=Constant())
-        return RunResult(final={"val/accuracy": acc, "val/expected_reward": er}, history=[],
-                         run_id=run.info.run_id, model_uri=info.model_uri)
+        return Candidate(method, seed, {"val/accuracy": acc, "val/expected_reward": er},
+                         run.info.run_id, info.model_uri)
 
     client = MlflowClient(uri)
     name = "fgpo-r-b"
@@ -237,18 +236,18 @@ def test_the_champion_alias_moves_only_to_a_better_validation_score(tmp_path, mo
     def champion() -> str:
         return str(client.get_model_version_by_alias(name, CHAMPION).version)
 
-    first = trained(0.90, 0.85)
-    register_best([("fgpo", 0, trained(0.70, 0.70)), ("grpo", 0, first)], "r", "b", "md5a")
+    first = trained(0.90, 0.85, "grpo")
+    register_best([trained(0.70, 0.70), first], "r", "b", "md5a")
     assert champion() == "1"
     assert client.get_model_version(name, "1").run_id == first.run_id  # the process's best
-    register_best([("fgpo", 0, trained(0.80, 0.99))], "r", "b", "md5a")  # worse accuracy
-    register_best([("fgpo", 0, trained(0.90, 0.85))], "r", "b", "md5a")  # a tie
+    register_best([trained(0.80, 0.99)], "r", "b", "md5a")  # worse accuracy
+    register_best([trained(0.90, 0.85)], "r", "b", "md5a")  # a tie
     assert champion() == "1"
     assert [v.version for v in client.search_model_versions(f"name = '{name}'")] != ["1"]
-    better = trained(0.90, 0.86)  # equal accuracy, higher expected reward
-    register_best([("fgpo", 1, better)], "r", "b", "md5b")
+    better = trained(0.90, 0.86, seed=1)  # equal accuracy, higher expected reward
+    register_best([better], "r", "b", "md5b")
     assert champion() == "4" and client.get_model_version(name, "4").run_id == better.run_id
-    register_best([("fgpo", 1, better)], "r", "b", "md5b")  # registered already: no new version
+    register_best([better], "r", "b", "md5b")  # registered already: no new version
     assert len(client.search_model_versions(f"name = '{name}'")) == 4
     loaded = mlflow.pyfunc.load_model(f"models:/{name}@{CHAMPION}")
     assert loaded.metadata.run_id == better.run_id

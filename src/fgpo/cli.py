@@ -202,8 +202,8 @@ def tune(storage: Optional[str] = typer.Option(None, help="study storage URL (de
 @command("list-methods")
 def list_methods() -> None:
     """Registered estimators (train.methods, `fgpo sweep --method`) and their settings."""
-    from fgpo.stages import train as stage
-    echo(stage.method_list())
+    from fgpo.train import estimators
+    echo(estimators.describe())
 
 
 @command("list-tools")

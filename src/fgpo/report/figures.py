@@ -1,5 +1,5 @@
-"""The PNG figures: the report's (from numbers `report.numbers` already computed) and each
-training run's learning curve (logged to MLflow beside its adapter)."""
+"""The report's PNG figures, from numbers `report.numbers` already computed (each training
+run's own learning curve is `fgpo.train.curve`)."""
 
 from __future__ import annotations
 
@@ -206,25 +206,6 @@ def subset_heatmaps(choices: dict[str, dict[str, pd.DataFrame]], tool_names: lis
                  fontsize=9)
     fig.tight_layout()
     return _save(fig, path)
-
-
-def learning_curve(history: list[dict], path: Path, title: str) -> Path:
-    """One run's curves: validation accuracy against reward evaluations, the zero-signal
-    fraction and the exact expected reward of the training batches, per step."""
-    df = pd.DataFrame(history)
-    fig, axes = plt.subplots(1, 3, figsize=(12, 3.2))
-    val = df.dropna(subset=["val/accuracy"])
-    axes[0].plot(val["train/reward_evals"].ffill(), val["val/accuracy"], marker="o")
-    axes[0].set(xlabel="reward evaluations", ylabel="val accuracy")
-    axes[1].plot(df.step, df["train/zero_signal_frac"])
-    axes[1].set(xlabel="step", ylabel="zero-signal fraction")
-    axes[2].plot(df.step, df["train/expected_reward"])
-    axes[2].set(xlabel="step", ylabel="E_pi[r] (train batch)")
-    fig.suptitle(title)
-    fig.tight_layout()
-    fig.savefig(path, dpi=90)
-    plt.close(fig)
-    return path
 
 
 def ablation_frontier(frontier: pd.DataFrame, path: Path) -> Path:

@@ -14,7 +14,7 @@ from fgpo.report.config import EXACT, SAMPLED, ReportConfig
 from fgpo.report.data import BASELINES, SettingData, family_methods, row_methods
 from fgpo.report.numbers import FLAT
 from fgpo.report.paper import PAPER
-from fgpo.tools import ToolsConfig
+from fgpo.tools.toolset import ToolsConfig
 
 def _pm(mean: float, std: float, seeds: int) -> str:
     return f"{mean:.3f} ± {std:.3f}" if seeds > 1 else f"{mean:.3f}"

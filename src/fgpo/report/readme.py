@@ -12,7 +12,7 @@ from fgpo.config import load_section
 from fgpo.errors import InputError
 from fgpo.rewards.table import TableSettings
 from fgpo.seqio import atomic_write_text, read_parquet
-from fgpo.tools import TOOL_REGISTRY, ToolsConfig
+from fgpo.tools.toolset import TOOL_REGISTRY, ToolsConfig
 
 
 def evidence_map(prepare: PrepareConfig) -> dict[str, dict[str, list[str]] | None]:

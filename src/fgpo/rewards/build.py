@@ -32,9 +32,9 @@ from fgpo.rewards.cells import require_finite_cells
 from fgpo.rewards.shards import ShardedConfig
 from fgpo.rewards.table import COLUMNS, TableSettings
 from fgpo.seqio import atomic_write_parquet, read_parquet, read_parquet_metadata
-from fgpo.tools import ToolOutput, ToolsConfig, tool_fingerprint
-from fgpo.tools.base import fingerprint_spec
+from fgpo.tools.base import ToolOutput
 from fgpo.tools.subsets import subset_tools, tools_per_mask
+from fgpo.tools.toolset import ToolsConfig, fingerprint_spec, tool_fingerprint
 
 
 @dataclass

@@ -1,12 +1,17 @@
 """Reading exhaustive reward tables (every question x every one of the 2^K tool subsets).
 
-Loading checks completeness, the tool-set fingerprint and, given the benchmark's questions,
-that the table covers exactly them as they are now. Building a table (asking a reasoner) is
+Loading checks completeness, the tools' bit order and, given the benchmark's questions, that
+the table covers exactly them as they are now. Whether the tools' settings and code are still
+the ones a table was built with is the tool set's fingerprint
+(`fgpo.tools.toolset.require_fingerprint`), checked by the readers that hold the tool set
+(table-stats, the report, the table build itself); training reads a table by its tool names
+alone, so it does not depend on any tool module (DVC reruns a table's build when a tool changes). Building a table (asking a reasoner) is
 `fgpo.rewards.build`; nothing here imports a reasoner.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
@@ -18,9 +23,7 @@ from fgpo.errors import InputError
 from fgpo.question import Question, require_digests
 from fgpo.rewards.cells import require_finite_cells
 from fgpo.seqio import read_parquet, read_parquet_metadata
-from fgpo.tools import ToolsConfig
-from fgpo.tools.base import require_fingerprint
-from fgpo.tools.subsets import tools_per_mask
+from fgpo.tools.subsets import DEFAULT_TOOLS, tools_per_mask
 
 COLUMNS = ["question_id", "question_digest", "split", "family", "mask", "n_tools", "correct",
            "reward", "answer", "parsed"]
@@ -58,6 +61,19 @@ class TableSettings:
                              where="reward_table")
         except InputError as exc:
             raise InputError(exc.message, file=str(params), field=exc.field) from exc
+
+
+def tool_names(params: str | Path = DEFAULT_PARAMS) -> list[str]:
+    """`tools.names` of params.yaml: the tools in bit order, as a table's masks use them, read
+    without the tool set (`fgpo.tools.toolset.ToolsConfig` checks the names are registered)."""
+    raw = read_params(params)
+    if "tools" not in raw:
+        raise InputError("missing section 'tools'", file=str(params))
+    names = (raw["tools"] or {}).get("names", DEFAULT_TOOLS)
+    if not isinstance(names, list) or not names or not all(isinstance(n, str) for n in names):
+        raise InputError(f"names must be a non-empty list of tool names, got {names!r}",
+                         file=str(params), field="tools.names")
+    return names
 
 
 # ---- load ------------------------------------------------------------------------------------
@@ -104,10 +120,18 @@ class RunData:
         return np.flatnonzero(self.table.splits == name)
 
 
-def load_reward_table(path: str | Path, tools_cfg: ToolsConfig,
+def require_tool_names(meta: dict[str, Any], names: Sequence[str], path: str) -> None:
+    """The table's masks mean these tools in this bit order (its recorded `tools`)."""
+    if meta.get("tools") != list(names):
+        raise InputError(f"built for the tools {meta.get('tools')} (in bit order), not the "
+                         f"configured {list(names)} (tools.names); rebuild it: {REBUILD}",
+                         file=path, field="tools")
+
+
+def load_reward_table(path: str | Path, names: Sequence[str],
                       questions: list[Question] | None = None) -> RewardTable:
-    """Load and validate: built for this tool set, one row per (question, subset), complete,
-    every reward finite and every correctness 0 or 1.
+    """Load and validate: built for these tools (`names`, in bit order), one row per
+    (question, subset), complete, every reward finite and every correctness 0 or 1.
 
     Given the benchmark's `questions` (train and table-stats pass them), the table must also
     cover exactly those question ids, each with the content digest it has now.
@@ -116,9 +140,9 @@ def load_reward_table(path: str | Path, tools_cfg: ToolsConfig,
     if not path.exists():
         raise InputError("reward table not found (run `dvc repro reward_table`)", file=str(path))
     meta = read_parquet_metadata(path, rebuild="`dvc repro reward_table`")
-    require_fingerprint(meta, tools_cfg, str(path), "the reward_table stage")
+    require_tool_names(meta, names, str(path))
     df = read_parquet(path, rebuild="`dvc repro reward_table`")
-    n_sub = 2 ** len(tools_cfg.names)
+    n_sub = 2 ** len(names)
     dup = df.duplicated(["question_id", "mask"])
     if dup.any():
         r = df[dup].iloc[0]
@@ -145,4 +169,4 @@ def load_reward_table(path: str | Path, tools_cfg: ToolsConfig,
                        families=first.family.to_numpy(),
                        reward=df.reward.to_numpy(np.float64).reshape(-1, n_sub),
                        correct=df.correct.to_numpy(np.float64).reshape(-1, n_sub),
-                       n_tools=tools_per_mask(len(tools_cfg.names)), meta=meta)
+                       n_tools=tools_per_mask(len(names)), meta=meta)

@@ -30,7 +30,7 @@ from fgpo.report.numbers import (best_so_far, family_accuracy, overall_numbers, 
 from fgpo.rewards.data import table_path
 from fgpo.rewards.table import TableSettings, load_reward_table
 from fgpo.seqio import atomic_write_text, read_parquet
-from fgpo.tools import ToolsConfig
+from fgpo.tools.toolset import ToolsConfig, require_fingerprint
 from fgpo.tracking.provenance import EXPERIMENT, file_md5, git_commit
 
 log = logging.getLogger(__name__)
@@ -67,7 +67,9 @@ def read_trials(path: Path) -> pd.DataFrame:
 def load_setting(reasoner: str, benchmark: str, methods: list[str], tools_cfg: ToolsConfig,
                  data: Path, metrics: Path, plots: Path) -> SettingData:
     """One setting's train outputs (every method) and the test split of its reward table."""
-    table = load_reward_table(table_path(reasoner, benchmark, data / "reward_tables"), tools_cfg)
+    path = table_path(reasoner, benchmark, data / "reward_tables")
+    table = load_reward_table(path, tools_cfg.names)
+    require_fingerprint(table.meta, tools_cfg, str(path), "the reward_table stage")
     stats = _read(metrics / "reward_tables" / reasoner / f"{benchmark}.json", "table stats")
     test = table.in_split("test")
     return SettingData(

@@ -21,7 +21,7 @@ from fgpo.rewards.build import RewardTableConfig, build_table, journal_cells
 from fgpo.rewards.data import benchmark_path, shard_path, table_path
 from fgpo.rewards.shards import merge_shards
 from fgpo.seqio import read_parquet_metadata
-from fgpo.tools import ToolsConfig
+from fgpo.tools.toolset import ToolsConfig
 from fgpo.tools.outputs import load_tool_outputs
 
 log = logging.getLogger(__name__)

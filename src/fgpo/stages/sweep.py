@@ -16,8 +16,8 @@ from fgpo.config import DEFAULT_PARAMS, check_number, load_section
 from fgpo.errors import InputError
 from fgpo.rewards.data import load_run_data, table_path
 from fgpo.rewards.stats import require_trainable
+from fgpo.rewards.table import tool_names
 from fgpo.sweep.study import SweepConfig, best_of, resolve_storage, run_sweep, study_name
-from fgpo.tools import ToolsConfig
 from fgpo.train.config import TrainConfig
 from fgpo.train.estimators import ESTIMATORS
 from fgpo.train.overrides import BEST_PARAMS, record_best
@@ -50,7 +50,7 @@ def main(method: str, reasoner: str, benchmark: str, n_trials: int | None = None
     train_cfg = load_section(TrainConfig, "train", params)
     cfg.dimensions(method)  # validate the space before loading anything
     url = resolve_storage(storage, cfg)
-    run_data = load_run_data(reasoner, benchmark, load_section(ToolsConfig, "tools", params), data)
+    run_data = load_run_data(reasoner, benchmark, tool_names(params), data)
     require_trainable(run_data, train_cfg.allow_degenerate_table,
                       str(table_path(reasoner, benchmark, data / "reward_tables")))
     with sigterm_as_exit():

@@ -8,7 +8,7 @@ from pathlib import Path
 from fgpo.config import DEFAULT_PARAMS, load_section
 from fgpo.question import load_questions
 from fgpo.seqio import atomic_write_parquet
-from fgpo.tools import ToolsConfig, tool_fingerprint
+from fgpo.tools.toolset import ToolsConfig, tool_fingerprint
 from fgpo.tools.outputs import run_tools
 
 
@@ -24,5 +24,5 @@ def main(name: str, params: Path = DEFAULT_PARAMS, bench_dir: Path = Path("data/
 
 def tool_list() -> list[str]:
     """`fgpo list-tools`: each registered tool with its version and one-line description."""
-    from fgpo.tools import TOOL_REGISTRY
+    from fgpo.tools.toolset import TOOL_REGISTRY
     return [f"{name:20s} v{cls.version}  {cls.description}" for name, cls in TOOL_REGISTRY.items()]

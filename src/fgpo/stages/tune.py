@@ -20,9 +20,9 @@ from fgpo.errors import InputError
 from fgpo.redact import url_with_password_from_env
 from fgpo.rewards.data import load_run_data, table_path
 from fgpo.rewards.stats import require_trainable
+from fgpo.rewards.table import tool_names
 from fgpo.seqio import atomic_write_text
 from fgpo.sweep.tune import TuneConfig, chosen, complete, run_tune, trials_table
-from fgpo.tools import ToolsConfig
 from fgpo.train.config import TrainConfig
 from fgpo.train.overrides import TUNED_PARAMS, write_tuned
 
@@ -39,10 +39,10 @@ def main(params: Path = DEFAULT_PARAMS, data: Path = Path("data"), storage: str 
 
     cfg = load_section(TuneConfig, "tune", params)
     base = load_section(TrainConfig, "train", params)
-    tools_cfg = load_section(ToolsConfig, "tools", params)
+    names = tool_names(params)
     runs = {}
     for reasoner, benchmark in cfg.pairs():
-        run_data = load_run_data(reasoner, benchmark, tools_cfg, data)
+        run_data = load_run_data(reasoner, benchmark, names, data)
         require_trainable(run_data, base.allow_degenerate_table,
                           str(table_path(reasoner, benchmark, data / "reward_tables")))
         runs[f"{reasoner}/{benchmark}"] = run_data

@@ -16,8 +16,8 @@ from tqdm import tqdm
 from fgpo.errors import InputError
 from fgpo.question import Question, question_digest, require_digests
 from fgpo.seqio import iter_chunks, read_parquet, read_parquet_metadata
-from fgpo.tools import ToolOutput, ToolsConfig, build_tools
-from fgpo.tools.base import require_fingerprint
+from fgpo.tools.base import ToolOutput
+from fgpo.tools.toolset import ToolsConfig, build_tools, require_fingerprint
 
 _WORKER_TOOLS: list | None = None
 

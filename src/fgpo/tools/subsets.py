@@ -6,6 +6,10 @@ from collections.abc import Sequence
 
 import numpy as np
 
+DEFAULT_TOOLS = ["composition", "motif_scan", "orf_finder", "splice_sites", "restriction_sites",
+                 "organism_signature"]
+"""The default six tools in bit order (`tools.names` when params.yaml gives none)."""
+
 
 def subset_tools(mask: int, names: Sequence[str]) -> list[str]:
     """The names of the tools in subset `mask`, in bit order."""

@@ -19,3 +19,18 @@ import fgpo.train.fgpo_std  # noqa: F401  FGPO with the exact std normalisation
 # isort: on
 
 from fgpo.train.base import ESTIMATORS  # noqa: E402,F401
+
+
+def describe() -> list[str]:
+    """`fgpo list-methods`: each registered estimator, the first line of its module's docstring
+    (the method and its paper) and its `train.<name>:` settings with their defaults."""
+    import sys
+    from dataclasses import fields
+
+    out = []
+    for name, est in ESTIMATORS.items():
+        doc = (sys.modules[est.__module__].__doc__ or "").strip().splitlines()
+        settings = ", ".join(f"{f.name}={f.default!r}" for f in fields(est.Config))
+        out += [f"{name}: {doc[0] if doc else ''}",
+                f"    train.{name}: {settings or '(no settings)'}"]
+    return out
