@@ -10,7 +10,8 @@ import pytest
 
 from fgpo.errors import InputError
 from fgpo.report.ablation import decomposition, estimator_row, frontier_table, plain_reading
-from fgpo.report.ablation_config import AblationConfig, cost_dir
+from fgpo.rewards.cost import cost_dir
+from fgpo.train.ablation import AblationConfig
 from fgpo.report.config import ReportConfig
 
 CFG = ReportConfig(n_boot=2000)
@@ -98,8 +99,9 @@ def test_ablation_config_rules():
     assert err.value.field == "ablation.tool_costs"
     with pytest.raises(InputError):
         AblationConfig(estimators=["fgpo", "fgpo"])
-    with pytest.raises(InputError, match="unknown estimator"):
-        AblationConfig(cost_estimators=["ppo"]).check_estimators(["fgpo", "grpo"])
+    with pytest.raises(InputError, match="unknown estimator") as err:
+        AblationConfig(cost_estimators=["ppo"])
+    assert err.value.field == "ablation.cost_estimators"
     assert cost_dir(0) == "cost0.0" and cost_dir(0.05) == "cost0.05"  # as DVC writes item.cost
 
 
@@ -110,5 +112,5 @@ def test_the_committed_ablation_section_loads_and_names_registered_estimators():
     from fgpo.train.estimators import ESTIMATORS
 
     cfg = load_section(AblationConfig, "ablation", Path(__file__).parents[1] / "params.yaml")
-    cfg.check_estimators(list(ESTIMATORS))
-    assert set(cfg.estimators) == set(ESTIMATORS)  # every estimator at the main cost
+    assert cfg.estimators == list(ESTIMATORS)  # every registered estimator at the main cost
+    assert AblationConfig().estimators == list(ESTIMATORS)  # derived from the registry

@@ -157,19 +157,32 @@ def test_training_depends_on_neither_the_report_nor_any_tool_module():
 
 
 def test_the_runs_cache_digest_moves_exactly_with_the_declared_code(tmp_path, monkeypatch):
-    """One rule for "the code changed": the train stage's runs are keyed by the digest of the
-    files DVC declares for it, so editing a module outside them reuses every finished run and
-    editing one inside retrains (as `dvc repro` would rerun the stage)."""
+    """One rule for "the code changed": the training stages' runs are keyed by the digest of the
+    training code's module closure, which dvc.yaml declares for both of them, so editing a module
+    outside it (a figure) reuses every finished run and editing one inside (a loss) retrains,
+    as `dvc repro` reruns the stages."""
     import shutil
 
     from fgpo.tracking import code
 
+    training = code.closure("fgpo.runs.setting")
+    for stage in ("train", "ablate"):
+        assert training <= stage_closure(stage), stage
     shutil.copytree(PACKAGE, tmp_path / "fgpo", ignore=shutil.ignore_patterns("__pycache__"))
     monkeypatch.setattr(code, "SRC", tmp_path)
-    before = code.stage_digest("train")
+    before = code.module_digest("fgpo.runs.setting")
     with (tmp_path / "fgpo" / "report" / "figures.py").open("a") as fh:
         fh.write("# a figure tweak\n")
-    assert code.stage_digest("train") == before
+    assert code.module_digest("fgpo.runs.setting") == before
     with (tmp_path / "fgpo" / "train" / "fgpo.py").open("a") as fh:
         fh.write("# a loss edit\n")
-    assert code.stage_digest("train") != before
+    assert code.module_digest("fgpo.runs.setting") != before
+
+
+def test_no_stage_imports_another_stage():
+    """The stage floor is thin: each stage module reads params and calls the library."""
+    for stage in STAGES:
+        mine = module_file(f"fgpo.stages.{stage}")
+        others = [p for p in stage_closure(stage) if p.parent == PACKAGE / "stages"
+                  and p.name not in ("__init__.py", mine.name)]
+        assert not others, (stage, others)

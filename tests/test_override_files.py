@@ -10,8 +10,8 @@ import pytest
 import yaml
 
 from fgpo.errors import InputError
-from fgpo.stages.train import method_config
 from fgpo.train.config import TrainConfig
+from fgpo.train.overrides import resolve
 
 REPO = Path(__file__).resolve().parents[1]
 GOOD_BEST = {"study": "grpo-r-b", "trial": 3, "value": 0.9, "params": {"learning_rate": 0.002}}
@@ -32,12 +32,34 @@ def project(tmp_path: Path, monkeypatch) -> Path:
 
 
 def _config(project: Path) -> TrainConfig:
-    return method_config(TrainConfig(), "grpo", "r", "b", project / "params.yaml")[0]
+    return resolve(TrainConfig(), "grpo", project / "params.yaml", "r", "b").config
 
 
 def test_good_files_apply_tuned_then_best(project):
     cfg = _config(project)
     assert (cfg.beta, cfg.learning_rate) == (0.02, 0.002)
+
+
+def test_resolve_says_where_each_value_came_from_and_stops_at_a_layer(project):
+    """The one merge: the train stage takes every layer, a sweep starts from params + tuned (what
+    its best is applied over), tuning from params alone; a later layer wins a shared path."""
+    params = project / "params.yaml"
+    (project / "sweeps/best.yaml").write_text(yaml.safe_dump({"grpo": {"r": {"b": {
+        **GOOD_BEST, "params": {"learning_rate": 0.002, "beta": 0.05}}}}}))
+    full = resolve(TrainConfig(), "grpo", params, "r", "b")
+    assert (full.config.beta, full.config.learning_rate) == (0.05, 0.002)
+    assert full.sources == {"beta": "sweep", "learning_rate": "sweep"}
+    assert full.tuned == "tuned" and full.best["study"] == "grpo-r-b"
+    sweep_start = resolve(TrainConfig(), "grpo", params, upto="tuned")
+    assert (sweep_start.config.beta, sweep_start.config.learning_rate) == (
+        0.02, TrainConfig().learning_rate)
+    assert sweep_start.sources == {"beta": "tuned"} and sweep_start.best is None
+    tune_start = resolve(TrainConfig(), "grpo", params, upto="params")
+    assert tune_start.config == TrainConfig() and tune_start.sources == {}
+    untuned = resolve(TrainConfig(), "fgpo", params, "r", "b")  # nothing for fgpo in either file
+    assert untuned.config == TrainConfig() and untuned.tuned == "untuned"
+    with pytest.raises(ValueError, match="reasoner and benchmark"):
+        resolve(TrainConfig(), "grpo", params)
 
 
 @pytest.mark.parametrize("file, content, field, words", [

@@ -333,7 +333,7 @@ def test_table_built_for_other_question_content_is_refused(small, tmp_path):
 
 def test_reward_table_build_refuses_tool_outputs_of_other_question_content(small, tmp_path):
     from fgpo.question import to_frame
-    from fgpo.stages import reward_table as stage
+    from fgpo.rewards.builder import build
     from fgpo.seqio import atomic_write_parquet
 
     qs, _, _ = small
@@ -342,7 +342,7 @@ def test_reward_table_build_refuses_tool_outputs_of_other_question_content(small
     atomic_write_parquet(to_frame([_changed(q) if q.id == stale else q for q in qs]),
                          data / "benchmarks/genomeqa.parquet")
     with pytest.raises(InputError) as exc:
-        stage.build("r", "genomeqa", params, data)
+        build("r", "genomeqa", params, data)
     msg = str(exc.value)
     assert str(data / "tool_outputs/genomeqa.parquet") in msg and stale in msg
     assert "question digest" in msg and "fgpo tools genomeqa" in msg
@@ -350,7 +350,7 @@ def test_reward_table_build_refuses_tool_outputs_of_other_question_content(small
 
 
 def test_files_without_question_digests_are_refused(small, tmp_path):
-    from fgpo.stages import reward_table as stage
+    from fgpo.rewards.builder import build
 
     data, params, path = _stage_data(small, tmp_path)
     _rewrite(path, pd.read_parquet(path).drop(columns="question_digest"))
@@ -360,7 +360,7 @@ def test_files_without_question_digests_are_refused(small, tmp_path):
     _rewrite(outputs, pd.read_parquet(outputs).drop(columns="question_digest"))
     path.unlink()
     with pytest.raises(InputError, match="no question_digest column.*rebuild") as exc:
-        stage.build("r", "genomeqa", params, data)
+        build("r", "genomeqa", params, data)
     assert str(outputs) in str(exc.value)
 
 
@@ -376,14 +376,14 @@ def test_resumed_build_with_changed_questions_does_not_mix_old_cells(small, tmp_
 
 
 def test_table_settings_read_the_readers_part_and_validate_it(tmp_path):
-    """The readers' view of `reward_table:` takes G and the built names, passes over the build's
-    keys (validated by the build stage), and refuses a bad G naming the field."""
+    """The readers' view of `reward_table:` takes G, the built names and the tool cost, passes
+    over the build's keys (validated by the build stage), and refuses a bad G naming the field."""
     from fgpo.rewards.table import TableSettings
 
     p = tmp_path / "params.yaml"
     p.write_text("reward_table:\n  tool_cost: 0.5\n  group_size: 4\n  build: [a, b]\n"
                  "  reasoners: {a: {backend: nonsense}}\n")
-    assert TableSettings.load(p) == TableSettings(group_size=4, build=["a", "b"])
+    assert TableSettings.load(p) == TableSettings(group_size=4, build=["a", "b"], tool_cost=0.5)
     p.write_text("reward_table:\n  group_size: 1\n")
     with pytest.raises(InputError) as exc:
         TableSettings.load(p)

@@ -224,7 +224,7 @@ def test_best_params_are_kept_per_study(tiny_backbone, mlflow_uri, tmp_path, mon
 
     from fgpo.cli import app
     from fgpo.stages import sweep as stage
-    from fgpo.stages.train import swept_params
+    from fgpo.train.overrides import resolve
     from fgpo.train.overrides import read_best
 
     monkeypatch.setattr(stage, "load_run_data", lambda *a, **k: synthetic_data())
@@ -258,7 +258,7 @@ def test_best_params_are_kept_per_study(tiny_backbone, mlflow_uri, tmp_path, mon
     data = yaml.safe_load(params.read_text())
     data["sweep"]["apply_best"] = True
     params.write_text(yaml.safe_dump(data))
-    assert swept_params("grpo", "synthetic", "synthetic", params) == first
+    assert resolve(TrainConfig(), "grpo", params, "synthetic", "synthetic").best == first
 
 
 # ---- worker processes ---------------------------------------------------------------------------
@@ -328,7 +328,7 @@ def test_killed_worker_trial_is_retried_by_the_restarted_worker(tiny_backbone, t
 def test_train_stage_reads_the_best_params_when_asked(tmp_path, monkeypatch):
     import yaml
 
-    from fgpo.stages.train import swept_params
+    from fgpo.train.overrides import resolve
     from fgpo.train.overrides import apply, record_best
 
     monkeypatch.chdir(tmp_path)
@@ -338,11 +338,11 @@ def test_train_stage_reads_the_best_params_when_asked(tmp_path, monkeypatch):
     best = {"study": "grpo-r-b", "trial": 3, "value": 0.9,
             "params": {"learning_rate": 0.002, "grpo.clip_eps": 0.25, "policy.lora_r": 4}}
     record_best(best, "grpo", "r", "b")  # as `fgpo sweep` does, into sweeps/best.yaml
-    assert swept_params("grpo", "r", "b", path) is None  # apply_best is off by default
+    assert resolve(TrainConfig(), "grpo", path, "r", "b").best is None  # apply_best is off
     params["sweep"]["apply_best"] = True
     path.write_text(yaml.safe_dump(params))
-    assert swept_params("grpo", "r", "b", path) == best
-    assert swept_params("fgpo", "r", "b", path) is None  # no study for that setting
+    assert resolve(TrainConfig(), "grpo", path, "r", "b").best == best
+    assert resolve(TrainConfig(), "fgpo", path, "r", "b").best is None  # no study for it
     cfg = apply(TrainConfig(), best["params"])
     assert (cfg.learning_rate, cfg.grpo.clip_eps, cfg.policy.lora_r) == (0.002, 0.25, 4)
 
@@ -379,3 +379,34 @@ def test_the_sweep_stage_treats_zero_trials_as_zero_not_the_default(tmp_path):
         stage.main("grpo", "careful_expert", "genomeqa", n_trials=0,
                    params=REPO / "params.yaml", data=tmp_path / "data", tracking=False)
     assert exc.value.field == "--n-trials"
+
+
+def test_a_sweep_starts_from_the_values_training_applies_its_best_over(tmp_path, monkeypatch):
+    """The train stage applies a sweep's best over params + tuned values, so the sweep's trials
+    train from params + tuned values too (`resolve(..., upto="tuned")`), not params alone."""
+    import yaml
+
+    from fgpo.stages import sweep as stage
+
+    monkeypatch.chdir(tmp_path)
+    path = tmp_path / "params.yaml"
+    path.write_text((REPO / "params.yaml").read_text())
+    (tmp_path / "tune").mkdir()
+    (tmp_path / "tune/tuned.yaml").write_text(yaml.safe_dump({"grpo": {"beta": 0.02}}))
+    monkeypatch.setattr(stage, "load_run_data", lambda *a, **k: synthetic_data())
+    monkeypatch.setattr(stage, "require_trainable", lambda *a, **k: None)
+    seen = {}
+
+    class Stop(Exception):
+        pass
+
+    def run_sweep(method, reasoner, benchmark, train_cfg, *args, **kwargs):
+        seen["cfg"] = train_cfg
+        raise Stop
+
+    monkeypatch.setattr(stage, "run_sweep", run_sweep)
+    with pytest.raises(Stop):
+        stage.main("grpo", "r", "b", n_trials=1, storage=f"sqlite:///{tmp_path / 's.db'}",
+                   params=path, tracking=False)
+    assert seen["cfg"].beta == 0.02
+    assert seen["cfg"].learning_rate == yaml.safe_load(path.read_text())["train"]["learning_rate"]

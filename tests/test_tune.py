@@ -120,15 +120,15 @@ def test_a_study_with_another_budget_is_refused(tiny_backbone, tmp_path):
 
 
 def test_tuned_values_reach_the_train_config(tmp_path):
-    from fgpo.stages.train import method_config
+    from fgpo.train.overrides import resolve
     from fgpo.train.config import TrainConfig
     tuned = tmp_path / "tuned.yaml"
     write_tuned({"grpo": {"learning_rate": 0.004, "grpo.group_size": 4}}, tuned)
     assert yaml.safe_load(tuned.read_text())["fgpo"] == {}   # every estimator has its entry
     assert read_tuned("grpo", tuned) == {"learning_rate": 0.004, "grpo.group_size": 4}
     base = TrainConfig()
-    grpo, _ = method_config(base, "grpo", "r", "b", REPO / "params.yaml", tuned)
-    fgpo, _ = method_config(base, "fgpo", "r", "b", REPO / "params.yaml", tuned)
+    grpo = resolve(base, "grpo", REPO / "params.yaml", upto="tuned", tuned=tuned).config
+    fgpo = resolve(base, "fgpo", REPO / "params.yaml", upto="tuned", tuned=tuned).config
     assert (grpo.learning_rate, grpo.grpo.group_size) == (0.004, 4)
     assert fgpo == base   # untuned: params.yaml's train section as is
     assert read_tuned("fgpo", tmp_path / "absent.yaml") == {}   # no tuned file: untuned
@@ -140,7 +140,7 @@ def test_tuned_values_reach_the_train_config(tmp_path):
 def test_an_untuned_estimator_starts_from_its_tuned_relative(tmp_path):
     """dr_grpo has no study of its own: it takes GRPO's values, GRPO's section renamed to its
     own; a value of its own wins; fgpo_std has FGPO's shared values (no section to rename)."""
-    from fgpo.stages.train import method_config
+    from fgpo.train.overrides import resolve
     from fgpo.train.config import TrainConfig
     from fgpo.train.overrides import tuned_source
     tuned = tmp_path / "tuned.yaml"
@@ -148,7 +148,7 @@ def test_an_untuned_estimator_starts_from_its_tuned_relative(tmp_path):
                  "fgpo": {"beta": 0.03}}, tuned)
     assert read_tuned("dr_grpo", tuned) == {"learning_rate": 0.004, "dr_grpo.group_size": 4,
                                             "dr_grpo.clip_eps": 0.1}
-    dr, _ = method_config(TrainConfig(), "dr_grpo", "r", "b", REPO / "params.yaml", tuned)
+    dr = resolve(TrainConfig(), "dr_grpo", REPO / "params.yaml", upto="tuned", tuned=tuned).config
     assert (dr.learning_rate, dr.dr_grpo.group_size, dr.dr_grpo.clip_eps) == (0.004, 4, 0.1)
     assert dr.grpo == TrainConfig().grpo          # GRPO's own section is not touched
     assert read_tuned("fgpo_std", tuned) == {"beta": 0.03}

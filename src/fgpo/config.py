@@ -139,6 +139,21 @@ def check_number(value: Any, field: str, fix: str, *, gt: float | None = None,
         raise InputError(f"{name} must be {rule}, got {value!r}; {fix}", field=field)
 
 
+def load_part(cls: type[T], section: str, path: str | Path = DEFAULT_PARAMS) -> T:
+    """`cls`'s part of `params.yaml[section]`: the keys that are its fields, validated; the
+    section's other keys belong to another reader (which validates them), so they are passed
+    over here. A stage that needs only a view of a section depends on that view's code alone."""
+    raw = read_params(path).get(section)
+    if not isinstance(raw, dict):
+        raise InputError(f"missing section '{section}'", file=str(path))
+    mine = {f.name for f in dataclasses.fields(cls)}
+    try:
+        return from_dict(cls, {k: v for k, v in raw.items() if k in mine}, where=section)
+    except InputError as exc:
+        raise InputError(exc.message, file=str(path), record=exc.record,
+                         field=exc.field) from exc
+
+
 def load_section(cls: type[T], section: str, path: str | Path = DEFAULT_PARAMS) -> T:
     """Load `params.yaml[section]` into `cls` (a stage's config dataclass)."""
     params = read_params(path)

@@ -41,8 +41,6 @@ from fgpo.tools.toolset import ToolsConfig, fingerprint_spec, tool_fingerprint
 class RewardTableConfig(TableSettings):
     """`reward_table:` section of params.yaml (the readers' part is `TableSettings`)."""
 
-    tool_cost: float = 0.01
-    """Reward = correct - tool_cost * n_tools (the paper's optional per-tool cost; 0 = off)."""
     shard_questions: int = 25
     """Questions per reasoner batch and journal flush (a kill loses at most the batch in flight)."""
     reasoners: dict[str, ReasonerSpec] = field(default_factory=dict)
@@ -55,8 +53,6 @@ class RewardTableConfig(TableSettings):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        check_number(self.tool_cost, "reward_table.tool_cost", "reward = correct - tool_cost x "
-                     "n_tools; 0 turns the cost off", ge=0)
         check_number(self.shard_questions, "reward_table.shard_questions",
                      "questions per reasoner batch, e.g. 25", ge=1, integer=True)
         missing = [n for n in self.build if n not in self.reasoners]

@@ -13,7 +13,7 @@ import pandas as pd
 from fgpo.config import DEFAULT_PARAMS, from_dict, read_params
 from fgpo.errors import InputError
 from fgpo.question import Question, require_digests
-from fgpo.rewards.table import REBUILD
+from fgpo.rewards.cells import REBUILD
 from fgpo.seqio import atomic_write_parquet, read_parquet, read_parquet_metadata
 
 

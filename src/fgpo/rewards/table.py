@@ -12,38 +12,42 @@ alone, so it does not depend on any tool module (DVC reruns a table's build when
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from fgpo.config import DEFAULT_PARAMS, check_number, from_dict, read_params
+from fgpo.config import DEFAULT_PARAMS, check_number, load_part, read_params
 from fgpo.errors import InputError
 from fgpo.question import Question, require_digests
-from fgpo.rewards.cells import require_finite_cells
+from fgpo.rewards.cells import REBUILD, require_finite_cells
 from fgpo.seqio import read_parquet, read_parquet_metadata
 from fgpo.tools.subsets import DEFAULT_TOOLS, tools_per_mask
 
 COLUMNS = ["question_id", "question_digest", "split", "family", "mask", "n_tools", "correct",
            "reward", "answer", "parsed"]
-REBUILD = "`fgpo reward-table` (or `dvc repro reward_table`)"
 
 
 @dataclass
 class TableSettings:
     """What a reader of the tables needs from the `reward_table:` section of params.yaml; the
-    build's own settings (reasoner specs, tool cost) are `fgpo.rewards.build.RewardTableConfig`,
+    build's own settings (reasoner specs, shards) are `fgpo.rewards.build.RewardTableConfig`,
     which extends this."""
 
     group_size: int = 8
     """G of the GRPO group whose expected zero-signal fraction table-stats reports."""
     build: list[str] = field(default_factory=list)
     """Reasoner names that `dvc repro` builds tables for (keys of `reasoners`)."""
+    tool_cost: float = 0.01
+    """Reward = correct - tool_cost * n_tools (the paper's optional per-tool cost; 0 = off):
+    the cost of the main pipeline's tables (the ablation's other costs are derived from them)."""
 
     def __post_init__(self) -> None:
         check_number(self.group_size, "reward_table.group_size", "a group needs at least two "
                      "samples to have a spread, e.g. 8", ge=2, integer=True)
+        check_number(self.tool_cost, "reward_table.tool_cost", "reward = correct - tool_cost x "
+                     "n_tools; 0 turns the cost off", ge=0)
         if not isinstance(self.build, list) or not all(isinstance(n, str) for n in self.build):
             raise InputError(f"build must be a list of reasoner names, got {self.build!r}",
                              field="reward_table.build")
@@ -52,15 +56,7 @@ class TableSettings:
     def load(cls, params: str | Path = DEFAULT_PARAMS) -> TableSettings:
         """This view of `reward_table:`; the section's other keys are the build's (validated by
         the reward_table stage), so they are passed over here."""
-        raw = read_params(params).get("reward_table")
-        if not isinstance(raw, dict):
-            raise InputError("missing section 'reward_table'", file=str(params))
-        mine = {f.name for f in fields(cls)}
-        try:
-            return from_dict(cls, {k: v for k, v in raw.items() if k in mine},
-                             where="reward_table")
-        except InputError as exc:
-            raise InputError(exc.message, file=str(params), field=exc.field) from exc
+        return load_part(cls, "reward_table", params)
 
 
 def tool_names(params: str | Path = DEFAULT_PARAMS) -> list[str]:

@@ -26,9 +26,9 @@ from fgpo.rewards.table import RunData
 from fgpo.seqio import atomic_write_parquet, atomic_write_text
 from fgpo.tracking.datasets import split_inputs
 from fgpo.tracking.provenance import EXPERIMENT, git_commit
-from fgpo.train.config import TrainConfig
 from fgpo.train.curve import learning_curve
 from fgpo.train.loop import RunResult, config_hash, train_run
+from fgpo.train.overrides import Settings
 from fgpo.train.settings import resolve_device
 
 log = logging.getLogger(__name__)
@@ -121,12 +121,13 @@ def summarise(results: list[RunResult], seeds: list[int]) -> dict[str, Any]:
     return out
 
 
-def train_seed(ctx: RunContext, method: str, cfg: TrainConfig, seed: int, best: dict | None
-               ) -> RunResult:
-    """One run: read back when it finished before with the same key, else trained (resuming
-    from its checkpoint), its MLflow run ended, its result written."""
+def train_seed(ctx: RunContext, method: str, settings: Settings, seed: int) -> RunResult:
+    """One run with `settings` (`fgpo.train.overrides.resolve`): read back when it finished
+    before with the same key, else trained (resuming from its checkpoint), its MLflow run
+    ended, its result written."""
     from fgpo.tracking import Tracker, end_if_running
 
+    cfg = settings.config
     out_dir = ctx.runs_root / method / ctx.reasoner / ctx.benchmark / f"seed{seed}"
     ckpt, done = out_dir / "checkpoint.pt", out_dir / "result.json"
     chash = config_hash(cfg, method, seed, ctx.run_data.table.meta)
@@ -154,7 +155,11 @@ def train_seed(ctx: RunContext, method: str, cfg: TrainConfig, seed: int, best: 
                                     "device": str(resolve_device(cfg.device)),
                                     "git_commit": git_commit(), "table_md5": ctx.table_md5,
                                     "table_fingerprint": ctx.run_data.table.meta["fingerprint"],
-                                    "sweep_best": sweep_label(best),
+                                    "sweep_best": sweep_label(settings.best),
+                                    "tuned": settings.tuned,
+                                    # each value set over params.yaml's, and by which file
+                                    "overrides": ", ".join(f"{k}={v}" for k, v in sorted(
+                                        settings.sources.items())) or "none",
                                     # the ablation's grouping keys, on every run
                                     "estimator": method,
                                     "tool_cost": str(ctx.run_data.table.meta.get("tool_cost"))},

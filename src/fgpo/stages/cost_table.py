@@ -11,20 +11,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from fgpo.config import DEFAULT_PARAMS, load_section
-from fgpo.report.ablation_config import AblationConfig, cost_dir, main_tool_cost
-from fgpo.rewards.cost import with_tool_cost
+from fgpo.config import DEFAULT_PARAMS
+from fgpo.rewards.cost import ToolCosts, ablation_tables, main_tool_cost, with_tool_cost
 from fgpo.rewards.data import table_path
-
-
-def ablation_tables(cost: float, data: Path = Path("data")) -> Path:
-    """The tables of one tool cost: data/ablation/reward_tables/cost<c>."""
-    return data / "ablation" / "reward_tables" / cost_dir(cost)
 
 
 def main(reasoner: str, benchmark: str, cost: float, params: Path = DEFAULT_PARAMS,
          data: Path = Path("data")) -> Path:
-    cfg = load_section(AblationConfig, "ablation", params)
-    cfg.methods_at(cost, main_tool_cost(params), params)  # refuses an undeclared cost
+    ToolCosts.load(params).check(cost, main_tool_cost(params), params)  # a declared cost
     return with_tool_cost(table_path(reasoner, benchmark, data / "reward_tables"),
                           table_path(reasoner, benchmark, ablation_tables(cost, data)), cost)

@@ -8,9 +8,9 @@ from pathlib import Path
 
 from fgpo.config import DEFAULT_PARAMS
 from fgpo.errors import InputError
+from fgpo.rewards.builder import build
 from fgpo.rewards.data import stage_shard_path
 from fgpo.rewards.shards import ShardedConfig
-from fgpo.stages.reward_table import build
 
 
 def main(reasoner: str, benchmark: str, index: int, params: Path = DEFAULT_PARAMS,

@@ -1,114 +1,14 @@
 """DVC stage `reward_table`: build (or resume, shard, merge) one reasoner x benchmark table (a
-table of `reward_table.sharded` is the stages reward_shard and reward_merge instead).
-
-Each build is an MLflow run in experiment `fgpo-reward-tables` (tags reasoner, benchmark,
-shard): the reasoner's spec as params, the benchmark and tool outputs as dataset inputs, and
-table/cells, table/reasoner_calls (asked by this process; a resumed build asks fewer),
-table/seconds, table/cells_per_s and table/unparseable_frac as metrics.
+table of `reward_table.sharded` is the stages reward_shard and reward_merge instead). The build
+and its MLflow run are `fgpo.rewards.builder`.
 """
 
 from __future__ import annotations
 
-import logging
-import time
-from dataclasses import asdict, replace
 from pathlib import Path
 
-from fgpo.config import DEFAULT_PARAMS, load_section
-from fgpo.errors import InputError
-from fgpo.question import load_questions
-from fgpo.rewards.build import RewardTableConfig, build_table, journal_cells
-from fgpo.rewards.data import benchmark_path, shard_path, table_path
-from fgpo.rewards.shards import merge_shards
-from fgpo.seqio import read_parquet_metadata
-from fgpo.tools.toolset import ToolsConfig
-from fgpo.tools.outputs import load_tool_outputs
-
-log = logging.getLogger(__name__)
-
-
-def parse_shard(shard: str) -> tuple[int, int]:
-    """'I/N' -> (I, N) with 0 <= I < N."""
-    try:
-        i, n = (int(x) for x in shard.split("/"))
-    except ValueError:
-        raise InputError(f"shard must look like 0/4, got {shard!r}", field="--shard") from None
-    if not 0 <= i < n:
-        raise InputError(f"shard index must be in 0..{n - 1}", field="--shard")
-    return i, n
-
-
-def build(reasoner: str, benchmark: str, params: Path = DEFAULT_PARAMS,
-          data: Path = Path("data"), shard: str | None = None, base_url: str | None = None,
-          tracking: bool = True, out: Path | None = None) -> Path:
-    """Build one table, or with shard='I/N' the questions with index % N == I (one server's
-    share); `base_url` overrides the spec's endpoint for that server, `out` the path."""
-    tools_cfg = load_section(ToolsConfig, "tools", params)
-    cfg = load_section(RewardTableConfig, "reward_table", params)
-    spec = cfg.spec(reasoner)
-    if base_url:
-        spec = replace(spec, base_url=base_url)
-    questions = load_questions(benchmark_path(benchmark, data))
-    default = table_path(reasoner, benchmark, data / "reward_tables")
-    if shard:
-        i, n = parse_shard(shard)
-        questions = questions[i::n]
-        default = shard_path(reasoner, benchmark, i, n, data / "reward_tables")
-    out = out or default
-    outputs = load_tool_outputs(data / "tool_outputs" / f"{benchmark}.parquet", tools_cfg,
-                                questions)
-    lacking = [q.id for q in questions if q.id not in outputs]
-    if lacking:
-        raise InputError(f"{len(lacking)} question(s) have no tool outputs; rerun the tools stage",
-                         file=str(data / "tool_outputs" / f"{benchmark}.parquet"),
-                         record=lacking[0])
-    resumed, start = journal_cells(out), time.perf_counter()
-    if resumed:
-        log.info("%s: resuming an interrupted build, %d cells answered already", out, resumed)
-    path = build_table(questions, outputs, tools_cfg, reasoner, spec, cfg, out, benchmark,
-                       shard=shard)
-    if tracking:
-        log_build(path, time.perf_counter() - start, resumed, spec.public(), cfg.tool_cost,
-                  [benchmark_path(benchmark, data), data / "tool_outputs" / f"{benchmark}.parquet"])
-    return path
-
-
-def log_build(table: Path, seconds: float, resumed: int, spec: dict, tool_cost: float,
-              inputs: list[Path]) -> str:
-    """The build as an MLflow run; returns its id."""
-    from fgpo.tracking import Tracker
-    from fgpo.tracking.datasets import dvc_dataset
-    from fgpo.tracking.provenance import TABLES_EXPERIMENT
-
-    meta = read_parquet_metadata(table)
-    cells = int(meta["n_questions"]) * 2 ** int(meta["K"])
-    asked = int(meta["reasoner_calls"]) - resumed
-    tracker = Tracker(TABLES_EXPERIMENT, f"{meta['reasoner']}-{meta['benchmark']}",
-                      tags={"kind": "reward_table", "reasoner": meta["reasoner"],
-                            "benchmark": meta["benchmark"], "shard": str(meta.get("shard")),
-                            "setting": f"{meta['reasoner']}/{meta['benchmark']}"},
-                      params={"reasoner": spec, "tool_cost": tool_cost, "tools": meta["tools"]})
-    try:
-        tracker.log_inputs([dvc_dataset(p, p.stem if p.parent.name == "benchmarks"
-                                        else f"tool outputs {p.stem}", "build")
-                            for p in inputs])
-        tracker.log_metrics({"table/cells": cells, "table/reasoner_calls": asked,
-                             "table/resumed_cells": resumed, "table/seconds": seconds,
-                             "table/cells_per_s": asked / max(seconds, 1e-9),
-                             "table/unparseable_frac": int(meta["unparseable"]) / cells}, 0)
-    except BaseException:
-        tracker.end("FAILED")
-        raise
-    tracker.end()
-    return tracker.run_id
-
-
-def merge(reasoner: str, benchmark: str, n: int, data: Path = Path("data")) -> Path:
-    """Merge the N shard tables of one reasoner x benchmark into the stage's output."""
-    root = data / "reward_tables"
-    shards = [shard_path(reasoner, benchmark, i, n, root) for i in range(n)]
-    return merge_shards(shards, table_path(reasoner, benchmark, root),
-                        load_questions(benchmark_path(benchmark, data)))
+from fgpo.config import DEFAULT_PARAMS
+from fgpo.rewards.builder import build, merge
 
 
 def main(reasoner: str, benchmark: str, params: Path = DEFAULT_PARAMS, data: Path = Path("data"),

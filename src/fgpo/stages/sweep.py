@@ -20,7 +20,7 @@ from fgpo.rewards.table import tool_names
 from fgpo.sweep.study import SweepConfig, best_of, resolve_storage, run_sweep, study_name
 from fgpo.train.config import TrainConfig
 from fgpo.train.estimators import ESTIMATORS
-from fgpo.train.overrides import BEST_PARAMS, record_best
+from fgpo.train.overrides import BEST_PARAMS, record_best, resolve
 
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
 
@@ -47,7 +47,9 @@ def main(method: str, reasoner: str, benchmark: str, n_trials: int | None = None
     cfg = load_section(SweepConfig, "sweep", params)
     if multi_objective is not None:
         cfg = replace(cfg, multi_objective=multi_objective)
-    train_cfg = load_section(TrainConfig, "train", params)
+    # the layers below the sweep's own: what the train stage applies the sweep's best over
+    train_cfg = resolve(load_section(TrainConfig, "train", params), method, params,
+                        upto="tuned").config
     cfg.dimensions(method)  # validate the space before loading anything
     url = resolve_storage(storage, cfg)
     run_data = load_run_data(reasoner, benchmark, tool_names(params), data)
@@ -59,7 +61,7 @@ def main(method: str, reasoner: str, benchmark: str, n_trials: int | None = None
     best = best_of(study)
     handed_off = name == canonical and best is not None  # a side study never hands off
     if handed_off:
-        record_best(best, method, reasoner, benchmark)
+        record_best(best, method, reasoner, benchmark, Path(params).parent / BEST_PARAMS)
     return study, handed_off
 
 

@@ -24,7 +24,7 @@ from fgpo.rewards.table import tool_names
 from fgpo.seqio import atomic_write_text
 from fgpo.sweep.tune import TuneConfig, chosen, complete, run_tune, trials_table
 from fgpo.train.config import TrainConfig
-from fgpo.train.overrides import TUNED_PARAMS, write_tuned
+from fgpo.train.overrides import TUNED_PARAMS, resolve, write_tuned
 
 TRIALS = Path("tune/trials.csv")
 STORAGE_ENV = "FGPO_TUNE_STORAGE"
@@ -52,7 +52,10 @@ def main(params: Path = DEFAULT_PARAMS, data: Path = Path("data"), storage: str 
     try:
         with sigterm_as_exit():
             for method in cfg.methods:
-                studies[method] = run_tune(method, base, cfg, runs, url, tracking)
+                # tuning starts from params.yaml alone: never from earlier tuned values or a
+                # sweep's best
+                start = resolve(base, method, params, upto="params").config
+                studies[method] = run_tune(method, start, cfg, runs, url, tracking)
     finally:  # what finished is on record even after a kill
         if studies:
             write_trials(studies, trials)

@@ -1,9 +1,10 @@
 """Which source files a command runs: the module closure of its entry.
 
 One rule for "the code changed": `dvc.yaml` declares each stage's closure as its code deps
-(`tests/test_dvc_deps.py` keeps them equal), and the train stage's runs cache is keyed by the
-digest of the same files (`stage_digest`), so a run is reused exactly when DVC would not rerun
-the stage for its code.
+(`tests/test_dvc_deps.py` keeps them equal), and the runs cache of the training stages is keyed
+by the digest of the closure of the training code they share (`module_digest` of
+`fgpo.runs.setting`), a part of what DVC declares for each: a finished run is reused unless a
+module it ran changed.
 
 A stage runs `fgpo <command>`: `cli.py` with its module-level imports, and the stage's module in
 `fgpo.stages` with every `fgpo` module it imports, at module or function level, and the
@@ -105,10 +106,10 @@ def stage_closure(stage: str) -> set[Path]:
             | closure(f"{PACKAGE}.cli", top_level_only=True))
 
 
-def stage_digest(stage: str) -> str:
-    """A digest of the stage's closure (paths and contents): changes exactly when a file DVC
-    declares as the stage's code changes."""
+def module_digest(entry: str) -> str:
+    """A digest of `entry`'s closure (paths and contents): changes exactly when one of the
+    modules it runs changes."""
     h = hashlib.sha256()
-    for path in sorted(stage_closure(stage)):
+    for path in sorted(closure(entry)):
         h.update(str(path.relative_to(SRC)).encode() + b"\0" + path.read_bytes())
     return h.hexdigest()[:16]

@@ -1,13 +1,17 @@
-"""Settings that override `train`: dotted-path values, and the sweeps' best params file.
+"""Settings that override `train`: dotted-path values, the tuned values and the sweeps' best
+params, and `resolve`, the one place that merges them into a run's config.
 
-`sweeps/best.yaml` is the hand-off from `fgpo sweep` to the train stage: method -> reasoner ->
-benchmark -> the canonical study's best trial. It is committed (empty by default) and declared
-as a params file of the train stage, so DVC sees when a sweep changed what training may apply.
+A run's config is params.yaml's `train` section, then the method's tuned values
+(`tune/tuned.yaml`, from `make tune`, when `tune.apply` is on), then the setting's best sweep
+params (`sweeps/best.yaml`, when `sweep.apply_best` is on). Both files sit beside params.yaml
+(the repository root under `dvc repro`) and are params files of the train stage, so DVC sees
+when a sweep or a tuning changed what training applies. The train stage resolves every layer;
+a sweep starts from the layers below its own (params and tuned); tuning from params alone.
 """
 
 from __future__ import annotations
 
-from dataclasses import fields, is_dataclass, replace
+from dataclasses import dataclass, fields, is_dataclass, replace
 from pathlib import Path
 from typing import Any, get_type_hints
 
@@ -189,3 +193,55 @@ def write_tuned(values: dict[str, dict[str, Any]], path: Path = TUNED_PARAMS) ->
     """The tuned file: every estimator's entry ({} for one not tuned), sorted."""
     raw = {m: dict(sorted((values.get(m) or {}).items())) for m in ESTIMATORS}
     atomic_write_text(TUNED_HEADER + yaml.safe_dump(raw, sort_keys=True), path)
+
+
+# ---- the one merge: params, then tuned, then the sweep's best -------------------------------
+
+LAYERS = ("params", "tuned", "sweep")
+"""The sources of a run's values, lowest first; a later one overrides an earlier one."""
+
+
+@dataclass
+class Settings:
+    """A run's train config and where its values came from."""
+
+    config: TrainConfig
+    sources: dict[str, str]
+    """Each dotted train path set over params.yaml's section -> the layer that set it last
+    ('tuned' or 'sweep'); a path not here has params.yaml's value."""
+    tuned: str
+    """tuned | from <relative> | untuned (`tuned_source`); 'off (tune.apply: false)' or
+    'not applied' (a resolve that stops at params)."""
+    best: dict[str, Any] | None
+    """The sweep's best trial applied ({study, trial, value, params}), or None."""
+
+
+def resolve(base: TrainConfig, method: str, params: Path, reasoner: str | None = None,
+            benchmark: str | None = None, upto: str = "sweep", tuned: Path | None = None
+            ) -> Settings:
+    """`method`'s settings on (reasoner, benchmark): `base` (params.yaml's train section), the
+    method's tuned values over it, the setting's best sweep params over those, stopping after
+    layer `upto` (the train stage: sweep; a sweep: tuned; tuning: params). `tuned` replaces
+    the tuned file beside params.yaml."""
+    if upto not in LAYERS:
+        raise ValueError(f"upto must be one of {LAYERS}, got {upto!r}")
+    root = Path(params).parent
+    cfg, sources, label, best = base, {}, "not applied", None
+    if LAYERS.index(upto) >= LAYERS.index("tuned"):
+        if apply_tuned(params):
+            path = tuned or root / TUNED_PARAMS
+            values = read_tuned(method, path)
+            cfg = apply(cfg, values, path, method)
+            sources.update(dict.fromkeys(values, "tuned"))
+            label = tuned_source(method, path)
+        else:
+            label = "off (tune.apply: false)"
+    if upto == "sweep" and apply_best(params):
+        if reasoner is None or benchmark is None:
+            raise ValueError("the sweep layer is per setting: give reasoner and benchmark")
+        path = root / BEST_PARAMS
+        best = read_best(method, reasoner, benchmark, path)
+        if best:
+            cfg = apply(cfg, best["params"], path, f"{method}.{reasoner}.{benchmark}.params")
+            sources.update(dict.fromkeys(best["params"], "sweep"))
+    return Settings(cfg, sources, label, best)
