@@ -18,8 +18,9 @@ from mlflow.tracking import MlflowClient
 
 from fgpo.errors import InputError
 from fgpo.sweep.space import parse_space
-from fgpo.sweep.study import (SweepConfig, TrialSeededTPE, TrialTracker, best_of, default_trial,
-                              open_storage, run_sweep)
+from fgpo.sweep.engine import TrialSeededTPE
+from fgpo.sweep.storage import open_storage
+from fgpo.sweep.study import SweepConfig, TrialTracker, best_of, default_trial, run_sweep
 from fgpo.train.config import TrainConfig
 from fgpo.train.overrides import apply
 
@@ -165,10 +166,10 @@ def test_workers_sharing_a_seed_propose_distinct_reproducible_trials():
 
 
 def test_a_file_path_is_a_journal_storage(tmp_path):
-    storage = open_storage(str(tmp_path / "j" / "optuna.log"), SweepConfig(space=SPACE))
+    storage = open_storage(str(tmp_path / "j" / "optuna.log"), "sweep.storage")
     assert isinstance(storage, optuna.storages.JournalStorage)
     with pytest.raises(InputError, match="a file, not a folder"):
-        open_storage(str(tmp_path), SweepConfig(space=SPACE))
+        open_storage(str(tmp_path), "sweep.storage")
 
 
 def test_a_trial_that_raises_is_recorded_failed_and_the_study_goes_on(tiny_backbone, mlflow_uri,
@@ -186,10 +187,11 @@ def test_study_with_another_direction_or_space_is_refused(tiny_backbone, mlflow_
     storage = f"sqlite:///{tmp_path / 'o.db'}"
     run_sweep("grpo", "synthetic", "synthetic", tiny_cfg(tiny_backbone), sweep_config(),
               synthetic_data(), 1, storage, "s", tracking=False)
-    with pytest.raises(InputError, match="directions"):
+    with pytest.raises(InputError, match="directions") as exc:
         run_sweep("grpo", "synthetic", "synthetic", tiny_cfg(tiny_backbone),
                   sweep_config(multi_objective=True), synthetic_data(), 1, storage, "s",
                   tracking=False)
+    assert exc.value.field == "sweep.multi_objective"
     other = {"learning_rate": {"type": "float", "low": 1e-4, "high": 1e-3, "log": True}}
     with pytest.raises(InputError, match="another search space"):
         run_sweep("grpo", "synthetic", "synthetic", tiny_cfg(tiny_backbone),
@@ -199,7 +201,7 @@ def test_study_with_another_direction_or_space_is_refused(tiny_backbone, mlflow_
 def test_unreachable_storage_is_a_clear_error():
     t0 = time.time()
     with pytest.raises(InputError, match="cannot open study storage") as exc:
-        open_storage("postgresql://fgpo:secret@127.0.0.1:1/none", SweepConfig(space=SPACE))
+        open_storage("postgresql://fgpo:secret@127.0.0.1:1/none", "sweep.storage")
     assert "sweep.storage" in str(exc.value) and "secret" not in str(exc.value)
     assert time.time() - t0 < 30
 

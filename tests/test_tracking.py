@@ -183,7 +183,7 @@ def test_a_tag_lost_to_a_concurrent_insert_is_set_again(uri: str, tmp_path: Path
     error is raised at once."""
     import mlflow
 
-    from fgpo.sweep.study import tag_shared_run
+    from fgpo.sweep.engine import tag_shared_run
 
     t = Tracker("exp", "run", {}, {}, uri=uri, root=tmp_path / "mlruns")
     real, calls = t.client.set_tag, []

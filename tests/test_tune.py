@@ -184,3 +184,29 @@ def test_a_failed_trial_is_retried_not_counted(tiny_backbone, tmp_path, monkeypa
                      f"sqlite:///{tmp_path / 'tune.db'}", tracking=False)
     states = [t.state.name for t in study.trials]
     assert states == ["FAIL", "COMPLETE", "COMPLETE"] and len(calls) == 3
+
+
+def test_tune_workers_share_a_study_through_the_sweeps_engine(tmp_path, monkeypatch):
+    """Tuning is a use of the study engine, as a sweep is: the trial-seeded sampler (trial n
+    draws from seed + n, so workers started together on one study never propose alike), the
+    creator/joiner handshake, and the storage resolved in the library (--storage, then
+    $FGPO_TUNE_STORAGE, then tune.storage)."""
+    from fgpo.sweep.engine import READY, TrialSeededTPE, parent_run
+    from fgpo.sweep.storage import open_storage
+    from fgpo.sweep.tune import STORAGE_ENV, open_tune_study, resolve_storage
+
+    cfg = tune_config()
+    storage = open_storage(f"sqlite:///{tmp_path / 't.db'}", "tune.storage")
+    first, created = open_tune_study("fgpo", storage, cfg.dimensions("fgpo"), cfg)
+    assert created and isinstance(first.sampler, TrialSeededTPE)
+    parent_run(first, created, "unused", "tune-fgpo", {}, {}, tracking=False)
+    assert READY in first.user_attrs  # set up: a joiner goes on at once
+    second, created = open_tune_study("fgpo", storage, cfg.dimensions("fgpo"), cfg)
+    assert not created and isinstance(second.sampler, TrialSeededTPE)
+    with pytest.raises(InputError, match="another space or budget"):
+        open_tune_study("fgpo", storage, cfg.dimensions("fgpo"), tune_config(epochs=2))
+    monkeypatch.delenv(STORAGE_ENV, raising=False)
+    assert resolve_storage(None, cfg) == cfg.storage
+    monkeypatch.setenv(STORAGE_ENV, "postgresql://u@h/env")
+    assert resolve_storage(None, cfg) == "postgresql://u@h/env"
+    assert resolve_storage("sqlite:///cli.db", cfg) == "sqlite:///cli.db"

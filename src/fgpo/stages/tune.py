@@ -9,7 +9,6 @@ tune/tuned.yaml. Both are committed; `make run` reads them and never tunes. The 
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import optuna
@@ -17,17 +16,16 @@ import pandas as pd
 
 from fgpo.config import DEFAULT_PARAMS, load_section
 from fgpo.errors import InputError
-from fgpo.redact import url_with_password_from_env
 from fgpo.rewards.data import load_run_data, table_path
 from fgpo.rewards.stats import require_trainable
 from fgpo.rewards.table import tool_names
 from fgpo.seqio import atomic_write_text
-from fgpo.sweep.tune import TuneConfig, chosen, complete, run_tune, trials_table
+from fgpo.sweep.tune import (TuneConfig, chosen, complete, resolve_storage, run_tune,
+                             trials_table)
 from fgpo.train.config import TrainConfig
 from fgpo.train.overrides import TUNED_PARAMS, resolve, write_tuned
 
 TRIALS = Path("tune/trials.csv")
-STORAGE_ENV = "FGPO_TUNE_STORAGE"
 
 
 def main(params: Path = DEFAULT_PARAMS, data: Path = Path("data"), storage: str | None = None,
@@ -46,8 +44,7 @@ def main(params: Path = DEFAULT_PARAMS, data: Path = Path("data"), storage: str 
         require_trainable(run_data, base.allow_degenerate_table,
                           str(table_path(reasoner, benchmark, data / "reward_tables")))
         runs[f"{reasoner}/{benchmark}"] = run_data
-    url = url_with_password_from_env(storage or os.environ.get(STORAGE_ENV) or cfg.storage,
-                                     cfg.storage_password_env, "tune")
+    url = resolve_storage(storage, cfg)
     studies: dict[str, optuna.Study] = {}
     try:
         with sigterm_as_exit():

@@ -9,7 +9,9 @@ visits of every train question of each tuning setting, seed `train.seeds[0]`) an
 the faithful protocol's quantity: validation expected reward at the best-validation checkpoint,
 averaged over the tuning settings. No pruning: a pruned trial would spend less than the others,
 and the budgets would no longer be equal. The study stops when `tune.n_trials` trials are
-COMPLETE, so a killed run resumes where it stopped (its dead trial failed and re-queued once).
+COMPLETE, so a killed run resumes where it stopped (its dead trial failed and re-queued once),
+and several `fgpo tune` workers may share a study: it is one use of the study engine
+(`fgpo.sweep.engine`), as a sweep is.
 
 MLflow: one parent run per study (experiment `fgpo-tune`), each trial a nested run with its
 values, the per-setting and mean objective, and what it spent.
@@ -18,8 +20,6 @@ values, the per-setting and mean objective, and what it spent.
 from __future__ import annotations
 
 import json
-import os
-import socket
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -33,8 +33,10 @@ from fgpo.config import check_number
 from fgpo.errors import InputError
 from fgpo.redact import redact_url
 from fgpo.rewards.table import RunData
+from fgpo.sweep.engine import (TrialSeededTPE, open_study, optimize, parent_run, tag_shared_run,
+                               trial_run)
 from fgpo.sweep.space import Dimension, parse_space, space_hash
-from fgpo.sweep.study import SweepConfig, open_storage, recover_dead_workers
+from fgpo.sweep.storage import open_storage, recover_dead_workers, storage_url
 from fgpo.tracking.provenance import TUNE_EXPERIMENT
 from fgpo.train.config import TrainConfig
 from fgpo.train.estimators import ESTIMATORS
@@ -42,6 +44,7 @@ from fgpo.train.loop import train_run
 from fgpo.train.overrides import apply
 
 OBJECTIVE = "val/expected_reward"
+STORAGE_ENV = "FGPO_TUNE_STORAGE"
 SHARED = ("learning_rate", "head_lr_mult", "beta")
 """Searched for every method: the settings that act on both estimators' advantages."""
 
@@ -71,7 +74,8 @@ class TuneConfig:
     evals_per_epoch: int = 4
     """Validation points per epoch (the best one is the trial's checkpoint)."""
     seed: int = 0
-    """TPE sampler seed (a resumed study offsets it by the trials already there)."""
+    """TPE sampler seed: trial n draws from seed + n (as a sweep's), so workers started together
+    on one study differ and a resumed study goes on as an uninterrupted one would."""
     n_startup_trials: int = 4
     """Random trials before TPE models the space."""
     storage: str = "sqlite:///tune/optuna.db"
@@ -129,31 +133,17 @@ def complete(study: optuna.Study) -> list[optuna.trial.FrozenTrial]:
 
 
 def open_tune_study(method: str, storage: Any, dims: list[Dimension], cfg: TuneConfig
-                    ) -> optuna.Study:
-    """Create or resume the method's study; one made with another space or budget is refused
-    (its trials would not be comparable)."""
-    name = study_name(method)
-    try:
-        existing = optuna.load_study(study_name=name, storage=storage)
-    except KeyError:
-        existing = None
+                    ) -> tuple[optuna.Study, bool]:
+    """Create, join or resume the method's study (and whether this worker created it); one made
+    with another space or budget is refused (its trials would not be comparable)."""
     budget = {"settings": cfg.settings, "epochs": cfg.epochs,
               "evals_per_epoch": cfg.evals_per_epoch}
-    if existing is not None:
-        if existing.user_attrs.get("space_hash") != space_hash(dims) or \
-                existing.user_attrs.get("budget") != budget:
-            raise InputError(f"study {name!r} exists with another space or budget "
-                             f"({existing.user_attrs.get('budget')}); delete it from "
-                             f"{redact_url(cfg.storage)} or change tune.storage", field="tune")
-    offset = len(existing.trials) if existing is not None else 0
-    study = optuna.create_study(
-        study_name=name, storage=storage, direction="maximize", load_if_exists=True,
-        sampler=optuna.samplers.TPESampler(seed=cfg.seed + offset,
-                                           n_startup_trials=cfg.n_startup_trials))
-    if existing is None:
-        study.set_user_attr("space_hash", space_hash(dims))
-        study.set_user_attr("budget", budget)
-    return study
+    return open_study(
+        study_name(method), storage, ["maximize"],
+        TrialSeededTPE(cfg.seed, cfg.n_startup_trials), optuna.pruners.NopPruner(),
+        identity={"space_hash": space_hash(dims), "budget": budget},
+        refuse=("space or budget", f"delete it from {redact_url(cfg.storage)} or change "
+                "tune.storage", "tune"))
 
 
 def trial_score(method: str, cfg: TrainConfig, data: dict[str, RunData], seed: int,
@@ -174,53 +164,40 @@ def trial_score(method: str, cfg: TrainConfig, data: dict[str, RunData], seed: i
     return value, {**per, **spent, OBJECTIVE: value}
 
 
+def resolve_storage(cli: str | None, cfg: TuneConfig) -> str:
+    """The storage URL actually used: --storage, else $FGPO_TUNE_STORAGE, else tune.storage;
+    then the password from `tune.storage_password_env` when that names a variable."""
+    return storage_url(cli, STORAGE_ENV, cfg.storage, cfg.storage_password_env, "tune")
+
+
 def run_tune(method: str, base: TrainConfig, cfg: TuneConfig, data: dict[str, RunData],
              storage_url: str, tracking: bool = True) -> optuna.Study:
     """Run the method's study until `cfg.n_trials` trials are COMPLETE (resuming it)."""
-    from fgpo.tracking import Tracker
-
     dims = cfg.dimensions(method)
-    storage = open_storage(storage_url, SweepConfig(), field="tune.storage")
-    study = open_tune_study(method, storage, dims, cfg)
+    storage = open_storage(storage_url, "tune.storage")
+    study, created = open_tune_study(method, storage, dims, cfg)
     recover_dead_workers(study, storage)
     base = replace(base, epochs=cfg.epochs, evals_per_epoch=cfg.evals_per_epoch,
                    seeds=base.seeds[:1])
     tags = {"method": method, "study": study.study_name, "settings": ",".join(cfg.settings)}
-    parent = None
-    if tracking:
-        parent_id = study.user_attrs.get("mlflow_parent_run_id")
-        parent = Tracker(TUNE_EXPERIMENT, study.study_name, {**tags, "kind": "study"},
-                         {"tune": {"n_trials": cfg.n_trials, "epochs": cfg.epochs,
-                                   "evals_per_epoch": cfg.evals_per_epoch,
-                                   "settings": cfg.settings, "space": cfg.space[method]},
-                          "method": method}, run_id=parent_id)
-        if parent_id is None:
-            study.set_user_attr("mlflow_parent_run_id", parent.run_id)
+    parent = parent_run(study, created, TUNE_EXPERIMENT, study.study_name, tags,
+                        {"tune": {"n_trials": cfg.n_trials, "epochs": cfg.epochs,
+                                  "evals_per_epoch": cfg.evals_per_epoch,
+                                  "settings": cfg.settings, "space": cfg.space[method]},
+                         "method": method}, tracking)
 
     def objective(trial: optuna.Trial) -> float:
         values = {d.name: d.suggest(trial) for d in dims}
-        trial.set_user_attr("worker", f"{socket.gethostname()}:{os.getpid()}")
-        run = None
-        if parent is not None:
-            run = Tracker(TUNE_EXPERIMENT, f"{study.study_name}-trial{trial.number}",
-                          {**tags, "kind": "trial", "trial": str(trial.number)},
-                          {"method": method, **values}, parent_run_id=parent.run_id)
-            trial.set_user_attr("mlflow_run_id", run.run_id)
-        try:
+        with trial_run(trial, parent, TUNE_EXPERIMENT,
+                       f"{study.study_name}-trial{trial.number}", tags,
+                       {"method": method, **values}) as run:
             value, metrics = trial_score(method, apply(base, values), data, base.seeds[0],
                                          run.log_metrics if run is not None else None)
-        except BaseException as exc:
+            for k in ("budget/question_visits", "budget/reward_evals",
+                      "budget/optimizer_steps"):
+                trial.set_user_attr(k, metrics[k])
             if run is not None:
-                run.set_tags({"optuna_state": "FAIL", "error": f"{type(exc).__name__}: "
-                                                               f"{exc}"[:500]})
-                run.end("FAILED" if isinstance(exc, Exception) else "KILLED")
-            raise
-        for k in ("budget/question_visits", "budget/reward_evals", "budget/optimizer_steps"):
-            trial.set_user_attr(k, metrics[k])
-        if run is not None:
-            run.log_metrics(metrics, len(data))
-            run.set_tags({"optuna_state": "COMPLETE"})
-            run.end()
+                run.log_metrics(metrics, len(data))
         return value
 
     done = len(complete(study))
@@ -232,22 +209,18 @@ def run_tune(method: str, base: TrainConfig, cfg: TuneConfig, data: dict[str, Ru
             bar.set_postfix(best=f"{study.best_value:.4f}")
     try:
         if done < cfg.n_trials:  # failed trials are retried: at most as many attempts again
-            study.optimize(objective, n_trials=2 * (cfg.n_trials - done), catch=(Exception,),
-                           callbacks=[MaxTrialsCallback(cfg.n_trials,
-                                                        states=(TrialState.COMPLETE,)),
-                                      progress], gc_after_trial=True)
-    except BaseException:
-        if parent is not None:
-            parent.end("KILLED")
-        raise
+            optimize(study, objective, 2 * (cfg.n_trials - done), parent,
+                     callbacks=[MaxTrialsCallback(cfg.n_trials, states=(TrialState.COMPLETE,)),
+                                progress])
     finally:
         bar.close()
     if parent is not None:
         done = complete(study)
         if done:
             parent.log_metrics({"best/" + OBJECTIVE: study.best_value}, len(done))
-            parent.set_tags({"best_trial": str(study.best_trial.number),
-                             "best_params": json.dumps(study.best_params, sort_keys=True)})
+            tag_shared_run(parent, {"best_trial": str(study.best_trial.number),
+                                    "best_params": json.dumps(study.best_params,
+                                                              sort_keys=True)})
         parent.end("FINISHED" if len(done) >= cfg.n_trials else "FAILED")
     return study
 

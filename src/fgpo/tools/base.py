@@ -8,10 +8,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, ClassVar
-
-if TYPE_CHECKING:
-    from fgpo.tools.toolset import ToolsConfig
+from typing import Any, ClassVar
 
 
 @dataclass(frozen=True)
@@ -34,7 +31,9 @@ class Tool(ABC):
     version: ClassVar[str] = "1"
     description: ClassVar[str]
 
-    def __init__(self, cfg: ToolsConfig) -> None:
+    def __init__(self, cfg: Any) -> None:
+        """`cfg`: the `tools:` section (`fgpo.tools.toolset.ToolsConfig`, which imports every
+        tool, so this interface does not import it)."""
         self.cfg = cfg
 
     @abstractmethod
