@@ -161,7 +161,10 @@ def test_evals_to_target_per_seed_and_censored():
 
 
 def test_setting_numbers_from_the_fixture(fixture_settings):
-    strong, weak = (setting_numbers(s, ReportConfig()) for s in fixture_settings)
+    typed = [setting_numbers(s, ReportConfig()) for s in fixture_settings]
+    assert typed[0].headline.accuracy.outcome == "win" and typed[0].headline.exact_only == 8
+    assert typed[0].budget.targets[1].evals is None      # seed 1 never reaches the target
+    strong, weak = (row.flat() for row in typed)          # metrics/summary.json's keys
     # strong: FGPO right on all 8 (seed, question) cells, GRPO on none: [1, 1] and a win
     assert strong["diff/test/accuracy"] == 1.0 and strong["outcome"] == "win"
     assert (strong["diff/test/accuracy_lo"], strong["diff/test/accuracy_hi"]) == (1.0, 1.0)
@@ -189,7 +192,9 @@ def test_setting_numbers_from_the_fixture(fixture_settings):
 
 def test_overall_counts_and_means(fixture_settings):
     rows = [setting_numbers(s, ReportConfig()) for s in fixture_settings]
-    o = overall_numbers(rows)
+    typed = overall_numbers(rows)
+    assert (typed.accuracy.wins, typed.accuracy.ties, typed.accuracy.losses) == (1, 1, 0)
+    o = typed.flat()
     assert (o["overall/fgpo_wins"], o["overall/ties"], o["overall/fgpo_losses"]) == (1, 1, 0)
     assert o["overall/fgpo_higher_mean"] == 2 and o["overall/mcnemar_p05"] == 1
     assert o["overall/mean_diff"] == pytest.approx(0.75)
@@ -359,3 +364,38 @@ def test_tuning_numbers_best_so_far_and_section_by_hand():
     assert "2 epochs of every train question of each tuning setting (a/x, b/y)" in text
     assert tuning_numbers(trials.iloc[:0], {}) == []
     assert tuning_section([], {}).startswith("Not tuned")
+
+
+def test_the_headline_pair_is_a_params_edit(fixture_settings):
+    """`report.compare: [fgpo, dr_grpo]`: the paired difference, McNemar, the budget, the
+    zero-signal columns and the prose compare that pair, on a hand-made result set where
+    dr_grpo answers like the weak GRPO (right on q1 and q2 of 4)."""
+    s = fixture_settings[0]  # "strong": its GRPO is wrong everywhere
+    weak = fixture_settings[1]
+    for part in ("metrics", "curves", "selections"):
+        getattr(s, part)["dr_grpo"] = getattr(weak, part)["grpo"]
+    cfg = ReportConfig(compare=["fgpo", "dr_grpo"])
+    row = setting_numbers(s, cfg)
+    assert (row.headline.exact, row.headline.sampled) == ("fgpo", "dr_grpo")
+    # fgpo right on all 8 (seed, question) cells, dr_grpo on 4: diff 1, 0, 0, 1 per seed
+    assert row.headline.accuracy.mean == 0.5 and row.headline.accuracy.outcome == "tie"
+    assert (row.headline.exact_only, row.headline.sampled_only) == (4, 0)
+    assert setting_numbers(s, ReportConfig()).headline.accuracy.mean == 1.0  # against grpo
+    flat = row.flat()
+    assert flat["mcnemar/dr_grpo_only"] == 0 and "mcnemar/grpo_only" not in flat
+    assert "zero_signal/dr_grpo_first_steps" in flat
+    overall = overall_numbers([row])
+    assert overall.flat()["overall/fgpo_wins"] == 0 and overall.accuracy.ties == 1
+    md = render_summary([row], overall, family_accuracy(s), "- ran", {}, cfg)
+    secs = sections(md)
+    assert md.startswith("# FGPO vs DR_GRPO: comparison report")
+    head = next(line for line in secs["Test accuracy per setting"].splitlines()
+                if line.startswith("| reasoner"))
+    assert "| FGPO | GRPO | DR_GRPO | FGPO − DR_GRPO [95% CI] |" in head
+    assert "| +50.0 [+0.0, +100.0] pt | tie |" in secs["Test accuracy per setting"]
+    assert "DR_GRPO first steps (observed)" in secs["Zero-signal fraction"]
+    assert "DR_GRPO schedule evals" in secs["Reward-evaluation budgets"]
+    with pytest.raises(InputError, match="report.compare"):
+        setting_numbers(s, ReportConfig(compare=["fgpo", "rloo"]))  # not trained
+    with pytest.raises(InputError, match="two distinct"):
+        ReportConfig(compare=["fgpo", "fgpo"])

@@ -2,26 +2,33 @@
 
 The report reads the train stage's outputs for each method in `train.methods` (names the
 training config checked against the estimator registry), without importing any training code.
-Its headline is one comparison: the exact method against the sampled one (`EXACT`, `SAMPLED`);
-every other trained method appears beside them in the per-method tables and figures.
+Its headline is one comparison, `report.compare`: an exact method against a sampled one (FGPO
+against GRPO by default, `EXACT`, `SAMPLED`); every other trained method appears beside them in
+the per-method tables and figures.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from fgpo.config import read_params
 from fgpo.errors import InputError
 
 EXACT, SAMPLED = "fgpo", "grpo"
-"""The headline pair: the paper's exact full-group method against sampled GRPO."""
+"""The default headline pair: the paper's exact full-group method against sampled GRPO (the
+figures' fixed line styles)."""
 
 
 @dataclass
 class ReportConfig:
     """`report:` section of params.yaml."""
 
+    compare: list[str] = field(default_factory=lambda: [EXACT, SAMPLED])
+    """The headline pair [exact, sampled]: the paired difference, McNemar, the sampled
+    schedule's budget against the exact method's table and the zero-signal columns compare
+    these two, e.g. [fgpo, dr_grpo]. Both must be in train.methods; the exact one must read
+    the whole table (its metrics carry budget/table_cells_train)."""
     level: float = 0.95
     """Confidence level of the paired intervals (FGPO - GRPO, each method - the per-family best
     fixed subset). A setting is a win or a loss only when its interval excludes zero."""
@@ -42,6 +49,10 @@ class ReportConfig:
     server's own URL, which serves the UI."""
 
     def __post_init__(self) -> None:
+        if not isinstance(self.compare, list) or len(self.compare) != 2 or \
+                len(set(self.compare)) != 2 or not all(isinstance(m, str) for m in self.compare):
+            raise InputError(f"compare must be two distinct method names [exact, sampled], e.g. "
+                             f"[fgpo, grpo]; got {self.compare!r}", field="report.compare")
         if not 0.5 < self.level < 1:
             raise InputError(f"level must be in (0.5, 1), e.g. 0.95; got {self.level}",
                              field="report.level")
@@ -53,15 +64,18 @@ class ReportConfig:
                              field="report")
 
 
-def read_methods(params: str | Path) -> list[str]:
+def read_methods(params: str | Path, compare: list[str] | None = None) -> list[str]:
     """`train.methods` as the train stage ran them (the order the report's columns follow);
-    the headline pair must be among them."""
+    the headline pair (`report.compare`) must be among them."""
+    compare = compare or [EXACT, SAMPLED]
     train = read_params(params).get("train") or {}
     methods = train.get("methods")
     if not isinstance(methods, list) or not all(isinstance(m, str) for m in methods):
         raise InputError(f"the report reads train.methods, a list of method names; got "
                          f"{methods!r}", file=str(params), field="train.methods")
-    if EXACT not in methods or SAMPLED not in methods:
-        raise InputError(f"the report compares {EXACT} with {SAMPLED}: train.methods must list "
-                         f"both (it lists {methods})", file=str(params), field="train.methods")
+    missing = [m for m in compare if m not in methods]
+    if missing:
+        raise InputError(f"the report compares {compare[0]} with {compare[1]} (report.compare): "
+                         f"train.methods must list both (it lists {methods}, not {missing})",
+                         file=str(params), field="report.compare")
     return methods

@@ -54,12 +54,6 @@ class SettingData:
         return list(self.metrics)
 
 
-def row_methods(row: dict[str, Any]) -> list[str]:
-    """The methods a `setting_numbers` row holds, in their order."""
-    return [k.split("/")[0] for k in row if k.endswith("/seeds")]
-
-
-
 def mean_curve(curve: pd.DataFrame) -> pd.DataFrame:
     """The per-step curve averaged over seeds (rows with a validation point only keep theirs)."""
     missing = [c for c in ["step", *CURVE_COLUMNS] if c not in curve.columns]

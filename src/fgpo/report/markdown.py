@@ -1,5 +1,7 @@
 """The comparison as markdown: the tables of reports/summary.md and the whole document, rendered
-from `report.numbers`' rows (pure functions; `fgpo readme` copies some sections)."""
+from `report.numbers`' typed rows (`SettingRow`, `Overall`; pure functions; `fgpo readme` copies
+some sections). The headline pair is `report.compare` (FGPO and GRPO by default): its names
+head the columns and the prose."""
 
 from __future__ import annotations
 
@@ -10,9 +12,9 @@ import pandas as pd
 
 from fgpo.benchmarks import evidence
 from fgpo.benchmarks.config import ImportConfig, PrepareConfig
-from fgpo.report.config import EXACT, SAMPLED, ReportConfig
-from fgpo.report.data import BASELINES, SettingData, family_methods, row_methods
-from fgpo.report.numbers import FLAT
+from fgpo.report.config import ReportConfig
+from fgpo.report.data import BASELINES, SettingData, family_methods
+from fgpo.report.numbers import FLAT, Interval, Overall, SettingRow
 from fgpo.report.paper import PAPER
 from fgpo.tools.toolset import ToolsConfig
 
@@ -28,130 +30,145 @@ def _heads(methods: list[str]) -> str:
     return " | ".join(m.upper() for m in methods)
 
 
-def _ci(r: dict[str, Any], key: str, scale: float = 100, fmt: str = "+.1f") -> str:
+def _ci(iv: Interval, scale: float = 100, fmt: str = "+.1f") -> str:
     """`mean [lo, hi]` of a paired comparison, in points by default."""
-    return (f"{format(scale * r[key], fmt)} [{format(scale * r[key + '_lo'], fmt)}, "
-            f"{format(scale * r[key + '_hi'], fmt)}]")
+    return (f"{format(scale * iv.mean, fmt)} [{format(scale * iv.lo, fmt)}, "
+            f"{format(scale * iv.hi, fmt)}]")
 
 
-def settings_table(rows: list[dict[str, Any]], links: dict[str, str] | None = None) -> str:
-    """Test accuracy per setting: every method at its checkpoint, the paired FGPO - GRPO
+def _level(cfg: ReportConfig | None) -> str:
+    return f"{100 * (cfg or ReportConfig()).level:g}%"
+
+
+def settings_table(rows: list[SettingRow], links: dict[str, str] | None = None,
+                   cfg: ReportConfig | None = None) -> str:
+    """Test accuracy per setting: every method at its checkpoint, the compared pair's paired
     difference with its interval and verdict, McNemar's p, and the table's fixed policies."""
-    methods = row_methods(rows[0]) if rows else [EXACT, SAMPLED]
-    head = (f"| reasoner | benchmark | {_heads(methods)} | {EXACT.upper()} − {SAMPLED.upper()} "
-            "[95% CI] | outcome | McNemar p | no tools | all tools | chance | family best | "
-            "oracle (bound) |")
+    methods = list(rows[0].methods) if rows else list((cfg or ReportConfig()).compare)
+    a, b = (rows[0].headline.exact, rows[0].headline.sampled) if rows else \
+        tuple((cfg or ReportConfig()).compare)
+    head = (f"| reasoner | benchmark | {_heads(methods)} | {a.upper()} − {b.upper()} "
+            f"[{_level(cfg)} CI] | outcome | McNemar p | no tools | all tools | chance | "
+            "family best | oracle (bound) |")
     sep = f"|---|---|{'---:|' * len(methods)}---:|---|---:|---:|---:|---:|---:|---:|"
     if links is not None:
         head, sep = head + " MLflow |", sep + "---|"
     lines = [head, sep]
     for r in rows:
-        accs = [_pm(r[f"{m}/test/accuracy"], r[f"{m}/test/accuracy_std"], r[f"{m}/seeds"])
-                for m in methods]
-        line = (f"| {r['reasoner']} | {r['benchmark']} | " + "".join(f"{a} | " for a in accs) +
-                f"{_ci(r, 'diff/test/accuracy')} pt | {r['outcome']} | {r['mcnemar/p']:.3g} | "
-                + " | ".join(f"{r[f'baseline/test/{b}_accuracy']:.3f}"
-                             for b in ("no_tools", "all_tools", "chance", "family_best",
+        accs = [_pm(r.methods[m].test["accuracy"], r.methods[m].test["accuracy_std"],
+                    r.methods[m].seeds) for m in methods]
+        line = (f"| {r.reasoner} | {r.benchmark} | " + "".join(f"{x} | " for x in accs) +
+                f"{_ci(r.headline.accuracy)} pt | {r.headline.accuracy.outcome} | "
+                f"{r.headline.mcnemar_p:.3g} | "
+                + " | ".join(f"{r.baselines[f'{k}_accuracy']:.3f}"
+                             for k in ("no_tools", "all_tools", "chance", "family_best",
                                        "oracle")) + " |")
         if links is not None:
-            line += f" {links.get(r['reasoner'] + '/' + r['benchmark'], '—')} |"
+            line += f" {links.get(r.name, '—')} |"
         lines.append(line)
     return "\n".join(lines)
 
 
-def outcome_line(o: dict[str, Any]) -> str:
-    return (f"FGPO's test accuracy is significantly higher (paired 95% interval above zero) in "
-            f"{o['overall/fgpo_wins']}, indistinguishable in {o['overall/ties']} and "
-            f"significantly lower in {o['overall/fgpo_losses']} of {o['overall/settings']} "
-            f"settings; mean difference {100 * o['overall/mean_diff']:+.2f} points (from "
-            f"{100 * o['overall/min_diff']:+.1f} to {100 * o['overall/max_diff']:+.1f}).")
+def outcome_line(o: Overall, cfg: ReportConfig | None = None) -> str:
+    return (f"{o.exact.upper()}'s test accuracy is significantly higher (paired {_level(cfg)} "
+            f"interval above zero) in {o.accuracy.wins}, indistinguishable in {o.accuracy.ties} "
+            f"and significantly lower in {o.accuracy.losses} of {o.settings} settings; mean "
+            f"difference {100 * o.mean_diff:+.2f} points (from {100 * o.min_diff:+.1f} to "
+            f"{100 * o.max_diff:+.1f}).")
 
 
-def reward_tools_table(rows: list[dict[str, Any]]) -> str:
+def reward_tools_table(rows: list[SettingRow], cfg: ReportConfig | None = None) -> str:
     """Test reward and tools per question, greedy (expected under the policy), every method,
     next to the per-family best fixed subset and the fixed policies; the verdict of each method
     against the per-family best subset on reward."""
-    methods = row_methods(rows[0]) if rows else [EXACT, SAMPLED]
+    methods = list(rows[0].methods)
+    a, b = rows[0].headline.exact, rows[0].headline.sampled
     heads = "".join(f"{m.upper()} reward | {m.upper()} tools | {m.upper()} vs family best | "
                     for m in methods)
     lines = [f"| reasoner | benchmark | {heads}family best (acc / reward / tools) | "
              "no tools reward | all tools reward (tools) | chance reward (tools) | "
-             f"{EXACT.upper()} − {SAMPLED.upper()} reward [95% CI] |",
+             f"{a.upper()} − {b.upper()} reward [{_level(cfg)} CI] |",
              f"|---|---|{'---:|---:|---|' * len(methods)}---:|---:|---:|---:|---:|"]
     for r in rows:
         cells = "".join(
-            f"{r[f'{m}/test/reward']:.3f} ({r[f'{m}/test/expected_reward']:.3f}) | "
-            f"{r[f'{m}/test/tools_per_question']:.2f} "
-            f"({r[f'{m}/test/expected_tools_per_question']:.2f}) | "
-            f"{r[f'{m}/vs_family_best/reward_outcome']} | " for m in methods)
-        b = "baseline/test/"
+            f"{t['reward']:.3f} ({t['expected_reward']:.3f}) | "
+            f"{t['tools_per_question']:.2f} ({t['expected_tools_per_question']:.2f}) | "
+            f"{r.methods[m].vs_family_best['reward'].outcome} | "
+            for m in methods for t in [r.methods[m].test])
+        base = r.baselines
         lines.append(
-            f"| {r['reasoner']} | {r['benchmark']} | {cells}"
-            f"{r[b + 'family_best_accuracy']:.3f} / {r[b + 'family_best_reward']:.3f} / "
-            f"{r[b + 'family_best_tools']:.2f} | {r[b + 'no_tools_reward']:.3f} | "
-            f"{r[b + 'all_tools_reward']:.3f} ({r[b + 'all_tools_tools']:.0f}) | "
-            f"{r[b + 'chance_reward']:.3f} ({r[b + 'chance_tools']:.1f}) | "
-            f"{_ci(r, 'diff/test/reward', fmt='+.2f')} pt |")
+            f"| {r.reasoner} | {r.benchmark} | {cells}"
+            f"{base['family_best_accuracy']:.3f} / {base['family_best_reward']:.3f} / "
+            f"{base['family_best_tools']:.2f} | {base['no_tools_reward']:.3f} | "
+            f"{base['all_tools_reward']:.3f} ({base['all_tools_tools']:.0f}) | "
+            f"{base['chance_reward']:.3f} ({base['chance_tools']:.1f}) | "
+            f"{_ci(r.headline.reward, fmt='+.2f')} pt |")
     return "\n".join(lines)
 
 
-def family_best_line(o: dict[str, Any], methods: list[str]) -> str:
-    parts = [f"{m.upper()} beats it significantly in {o[f'family_best/{m}/reward_wins']} and "
-             f"loses in {o[f'family_best/{m}/reward_losses']} settings on reward "
-             f"({o[f'family_best/{m}/accuracy_wins']} / "
-             f"{o[f'family_best/{m}/accuracy_losses']} on accuracy)" for m in methods]
+def family_best_line(o: Overall) -> str:
+    parts = [f"{m.upper()} beats it significantly in {r.family_best['reward'].wins} and "
+             f"loses in {r.family_best['reward'].losses} settings on reward "
+             f"({r.family_best['accuracy'].wins} / {r.family_best['accuracy'].losses} on "
+             "accuracy)" for m, r in o.methods.items()]
     return ("Against the per-family best fixed subset (a policy that reads only the question's "
-            f"family): {'; '.join(parts)}, of {o['overall/settings']}.")
+            f"family): {'; '.join(parts)}, of {o.settings}.")
 
 
-def budget_table(rows: list[dict[str, Any]]) -> str:
+def budget_table(rows: list[SettingRow]) -> str:
     """The declared schedule's evaluations against the table, and evaluations to target."""
-    seeds = rows[0]["target/seed_ids"] if rows else []
-    lines = ["| reasoner | benchmark | table cells (train) | GRPO schedule evals (distinct) | "
-             "schedule ÷ table | target val acc (per seed) | GRPO evals to target (per seed) "
-             "| to target ÷ table |", "|---|---|---:|---:|---:|---|---|---|"]
+    b = rows[0].headline.sampled.upper() if rows else "GRPO"
+    lines = ["| reasoner | benchmark | table cells (train) | "
+             f"{b} schedule evals (distinct) | schedule ÷ table | target val acc (per seed) | "
+             f"{b} evals to target (per seed) | to target ÷ table |",
+             "|---|---|---:|---:|---:|---|---|---|"]
     for r in rows:
-        cells = r["schedule/table_cells_train"]
-        hits = [r[f"target/seed{s}/grpo_reward_evals"] for s in seeds]
-        total = r["target/grpo_total_evals"]
-        evals = "; ".join(f"> {total:,.0f}" if h is None else f"{h:,.0f}" for h in hits)
-        ratio = "; ".join("—" if h is None else f"{h / cells:.2f}" for h in hits)
-        targets = "; ".join(f"{r[f'target/seed{s}/val_accuracy']:.3f}" for s in seeds)
+        g = r.budget
+        cells = g.table_cells_train
+        evals = "; ".join(f"> {g.total_evals:,.0f}" if t.evals is None else f"{t.evals:,.0f}"
+                          for t in g.targets)
+        ratio = "; ".join("—" if t.evals is None else f"{t.evals / cells:.2f}"
+                          for t in g.targets)
+        targets = "; ".join(f"{t.val_accuracy:.3f}" for t in g.targets)
         lines.append(
-            f"| {r['reasoner']} | {r['benchmark']} | {cells:,.0f} | "
-            f"{r['schedule/grpo_reward_evals']:,.0f} "
-            f"({r['schedule/grpo_reward_evals_unique']:,.0f}) | "
-            f"{r['schedule/measured_ratio']:.3f} | {targets} | {evals} | {ratio} |")
+            f"| {r.reasoner} | {r.benchmark} | {cells:,.0f} | {g.reward_evals:,.0f} "
+            f"({g.reward_evals_unique:,.0f}) | {g.measured_ratio:.3f} | {targets} | {evals} | "
+            f"{ratio} |")
     return "\n".join(lines)
 
 
-def convergence_table(rows: list[dict[str, Any]]) -> str:
+def convergence_table(rows: list[SettingRow]) -> str:
     """Where each method's checkpoint lies, how much its validation curve still moved in the
     last epoch, and its policy's entropy at the checkpoint."""
-    methods = row_methods(rows[0]) if rows else [EXACT, SAMPLED]
+    methods = list(rows[0].methods)
     lines = ["| reasoner | benchmark | " + "".join(
         f"{m.upper()} checkpoint epoch | {m.upper()} Δ val reward, last epoch | "
         f"{m.upper()} test entropy | " for m in methods).rstrip(" |") + " |",
         "|---|---|" + "---:|---:|---:|" * len(methods)]
     for r in rows:
-        lines.append(f"| {r['reasoner']} | {r['benchmark']} | " + "".join(
-            f"{r[f'{m}/checkpoint/epoch']:.2f} | {r[f'{m}/val/last_epoch_change']:+.4f} | "
-            f"{r[f'{m}/test/entropy']:.2f} | " for m in methods).rstrip(" |") + " |")
+        lines.append(f"| {r.reasoner} | {r.benchmark} | " + "".join(
+            f"{x.checkpoint_epoch:.2f} | {x.last_epoch_change:+.4f} | "
+            f"{x.test['entropy']:.2f} | " for x in r.methods.values()).rstrip(" |") + " |")
     return "\n".join(lines)
 
 
-def zero_signal_table(rows: list[dict[str, Any]], overall: dict[str, Any]) -> str:
-    """Share of questions whose G-sample GRPO group has equal rewards (no gradient)."""
-    lines = ["| reasoner | benchmark | uniform policy (exact) | GRPO first steps (observed) | "
-             "GRPO last steps (observed) | GRPO at its checkpoint (exact) | FGPO at its "
-             "checkpoint (exact) | FGPO signal-less rows |", "|---|---|---:|---:|---:|---:|---:|---:|"]
-    keys = ("uniform", "grpo_first_steps", "grpo_last_steps", "grpo_trained", "fgpo_trained",
-            "fgpo_constant_rows")
+ZERO_SIGNAL_COLUMNS = ("uniform", "sampled_first_steps", "sampled_last_steps",
+                       "sampled_trained", "exact_trained", "exact_constant_rows")
+
+
+def zero_signal_table(rows: list[SettingRow], overall: Overall) -> str:
+    """Share of questions whose G-sample group has equal rewards (no gradient)."""
+    a, b = overall.exact.upper(), overall.sampled.upper()
+    lines = [f"| reasoner | benchmark | uniform policy (exact) | {b} first steps (observed) | "
+             f"{b} last steps (observed) | {b} at its checkpoint (exact) | {a} at its "
+             f"checkpoint (exact) | {a} signal-less rows |",
+             "|---|---|---:|---:|---:|---:|---:|---:|"]
     for r in rows:
-        lines.append(f"| {r['reasoner']} | {r['benchmark']} | " + " | ".join(
-            f"{100 * r[f'zero_signal/{k}']:.2f}%" for k in keys) + " |")
+        lines.append(f"| {r.reasoner} | {r.benchmark} | " + " | ".join(
+            f"{100 * getattr(r.zero_signal, k):.2f}%" for k in ZERO_SIGNAL_COLUMNS) + " |")
     lines.append("| **mean** | | " + " | ".join(
-        f"**{100 * overall[f'mean/zero_signal/{k}']:.2f}%**" for k in keys) + " |")
+        f"**{100 * getattr(overall.zero_signal, k):.2f}%**" for k in ZERO_SIGNAL_COLUMNS)
+        + " |")
     return "\n".join(lines)
 
 
@@ -236,74 +253,81 @@ def _get(section: dict[str, Any], key: str, default: Any = "(default)") -> Any:
 
 # ---- the whole report --------------------------------------------------------------------------
 
-def paper_table(o: dict[str, Any]) -> str:
-    """The paper's headline numbers next to this run's, each row one quantity on both sides."""
-    target = ("not reached in any run" if o["target/median_over_table"] is None else
-              f"{o['target/median_over_table']:.3f}x (median of the {o['target/reached']} runs "
+def paper_table(o: Overall) -> str:
+    """The paper's headline numbers next to this run's, each row one quantity on both sides
+    (the paper compared FGPO with GRPO; the right column compares the pair of
+    `report.compare`)."""
+    a, b, g, z = o.exact.upper(), o.sampled.upper(), o.schedule, o.zero_signal
+    target = ("not reached in any run" if o.target_median_over_table is None else
+              f"{o.target_median_over_table:.3f}x (median of the {o.target_reached} runs "
               "that reached it)")
     lines = ["| quantity | paper | this run |", "|---|---|---|",
-             f"| settings where FGPO's mean test accuracy is higher | {PAPER['wins']} | "
-             f"{o['overall/fgpo_higher_mean']} of {o['overall/settings']} |",
-             "| settings where FGPO is significantly higher / tied / lower (paired 95% CI over "
+             f"| settings where {a}'s mean test accuracy is higher | {PAPER['wins']} | "
+             f"{o.exact_higher_mean} of {o.settings} |",
+             f"| settings where {a} is significantly higher / tied / lower (paired 95% CI over "
              "test questions and seeds) | not reported | "
-             f"{o['overall/fgpo_wins']} / {o['overall/ties']} / {o['overall/fgpo_losses']} |",
-             f"| mean / max FGPO − GRPO test accuracy | {PAPER['mean_diff']} / "
-             f"{PAPER['max_diff']} pt | {100 * o['overall/mean_diff']:+.2f} / "
-             f"{100 * o['overall/max_diff']:+.2f} pt |",
-             "| on-demand evaluations of the GRPO schedule ÷ table cells (epochs × G / 2^K) | "
-             f"{PAPER['budget']} | {o['schedule/ratio']:.3f}x ({o['schedule/epochs']:g} × "
-             f"{o['schedule/group_size']:g} / {o['schedule/subsets']:g}) |",
-             "| GRPO evaluations until FGPO's validation accuracy − 1 question ÷ table cells | "
-             f"not reported | {target}; {o['target/runs'] - o['target/reached']} of "
-             f"{o['target/runs']} runs never reached it |"]
-    if "genomeqa/grpo/test/tools_per_question" in o:
-        lines.append(f"| GenomeQA tools per test question (greedy), GRPO -> FGPO | "
-                     f"{PAPER['tools']} | {o['genomeqa/grpo/test/tools_per_question']:.2f} -> "
-                     f"{o['genomeqa/fgpo/test/tools_per_question']:.2f} |")
-    lines.append(f"| zero-signal fraction, uniform policy -> GRPO after training | "
-                 f"{PAPER['zero_signal']} | {100 * o['mean/zero_signal/uniform']:.2f}% -> "
-                 f"{100 * o['mean/zero_signal/grpo_trained']:.2f}% (exact for G = "
-                 f"{o['zero_signal/group_size']:g}, at its checkpoint); "
-                 f"{100 * o['mean/zero_signal/grpo_last_steps']:.2f}% observed in its last "
-                 f"steps (its own G = {o['schedule/group_size']:g}) |")
+             f"{o.accuracy.wins} / {o.accuracy.ties} / {o.accuracy.losses} |",
+             f"| mean / max {a} − {b} test accuracy | {PAPER['mean_diff']} / "
+             f"{PAPER['max_diff']} pt | {100 * o.mean_diff:+.2f} / "
+             f"{100 * o.max_diff:+.2f} pt |",
+             f"| on-demand evaluations of the {b} schedule ÷ table cells (epochs × G / 2^K) | "
+             f"{PAPER['budget']} | {g.ratio:.3f}x ({g.epochs:g} × "
+             f"{g.group_size:g} / {g.subsets:g}) |",
+             f"| {b} evaluations until {a}'s validation accuracy − 1 question ÷ table cells | "
+             f"not reported | {target}; {o.target_runs - o.target_reached} of "
+             f"{o.target_runs} runs never reached it |"]
+    genomeqa = o.per_benchmark.get("genomeqa")
+    if genomeqa is not None:
+        lines.append(f"| GenomeQA tools per test question (greedy), {b} -> {a} | "
+                     f"{PAPER['tools']} | "
+                     f"{genomeqa[f'{o.sampled}/test/tools_per_question']:.2f} -> "
+                     f"{genomeqa[f'{o.exact}/test/tools_per_question']:.2f} |")
+    lines.append(f"| zero-signal fraction, uniform policy -> {b} after training | "
+                 f"{PAPER['zero_signal']} | {100 * z.uniform:.2f}% -> "
+                 f"{100 * z.sampled_trained:.2f}% (exact for G = "
+                 f"{z.group_size:g}, at its checkpoint); "
+                 f"{100 * z.sampled_last_steps:.2f}% observed in its last "
+                 f"steps (its own G = {g.group_size:g}) |")
     return "\n".join(lines)
 
 
-def mechanisms(o: dict[str, Any], window: int, tuned: bool = False) -> str:
+def mechanisms(o: Overall, window: int, tuned: bool = False) -> str:
     """Where this run differs from the paper, each difference tied to a measured quantity."""
-    n = o["overall/settings"]
-    k_bits = math.log2(o["schedule/subsets"])
+    n, g, z = o.settings, o.schedule, o.zero_signal
+    a, b = o.methods[o.exact], o.methods[o.sampled]
+    A, B = o.exact.upper(), o.sampled.upper()
+    k_bits = math.log2(g.subsets)
     uniform_entropy = k_bits * math.log(2)
-    epochs_for_paper = 2.4 * o["schedule/subsets"] / o["schedule/group_size"]
+    epochs_for_paper = 2.4 * g.subsets / g.group_size
     return "\n".join([
         f"- **Budget ratio.** The schedule ratio is a property of the declared schedule, "
-        f"epochs × G / 2^K = {o['schedule/epochs']:g} × {o['schedule/group_size']:g} / "
-        f"{o['schedule/subsets']:g} = {o['schedule/ratio']:.3f} (measured from the runs' own "
-        f"counters: {o['schedule/measured_ratio']:.3f}); the paper's 2.4x would need "
+        f"epochs × G / 2^K = {g.epochs:g} × {g.group_size:g} / "
+        f"{g.subsets:g} = {g.ratio:.3f} (measured from the runs' own "
+        f"counters: {g.measured_ratio:.3f}); the paper's 2.4x would need "
         f"{epochs_for_paper:g} epochs at this G and K. The measured cost of learning is the "
         "evaluations-to-target column.",
-        f"- **Zero signal.** In its last {window} steps GRPO observed "
-        f"{100 * o['mean/zero_signal/grpo_last_steps']:.1f}% of its groups tied, with a "
-        f"training-batch policy entropy of {o['mean/zero_signal/grpo_last_steps_entropy']:.2f} "
+        f"- **Zero signal.** In its last {window} steps {B} observed "
+        f"{100 * z.sampled_last_steps:.1f}% of its groups tied, with a "
+        f"training-batch policy entropy of {z.sampled_last_steps_entropy:.2f} "
         f"nats (uniform: {uniform_entropy:.2f}): a policy concentrated on one subset draws it in "
         "all G samples, so the group ties whatever the reasoner answers, and the fraction "
         "measures that concentration as much as the table. At the selected checkpoints the "
-        f"exact fraction is {100 * o['mean/zero_signal/grpo_trained']:.1f}% for GRPO (entropy "
-        f"{o['mean/grpo/test/entropy']:.2f}) and {100 * o['mean/zero_signal/fgpo_trained']:.1f}% "
-        f"for FGPO (entropy {o['mean/fgpo/test/entropy']:.2f}), against "
-        f"{100 * o['mean/zero_signal/uniform']:.2f}% for the uniform policy.",
-        f"- **Checkpoints and convergence.** GRPO's selected checkpoints lie at epoch "
-        f"{o['mean/grpo/checkpoint/epoch']:.2f} on average, FGPO's at "
-        f"{o['mean/fgpo/checkpoint/epoch']:.2f} (of {o['schedule/epochs']:g}). The seed-mean "
+        f"exact fraction is {100 * z.sampled_trained:.1f}% for {B} (entropy "
+        f"{b.entropy:.2f}) and {100 * z.exact_trained:.1f}% "
+        f"for {A} (entropy {a.entropy:.2f}), against "
+        f"{100 * z.uniform:.2f}% for the uniform policy.",
+        f"- **Checkpoints and convergence.** {B}'s selected checkpoints lie at epoch "
+        f"{b.checkpoint_epoch:.2f} on average, {A}'s at "
+        f"{a.checkpoint_epoch:.2f} (of {g.epochs:g}). The seed-mean "
         f"validation expected reward moved by at most {FLAT} over the last epoch in "
-        f"{o['count/fgpo/val/flat']} of {n} settings for FGPO and {o['count/grpo/val/flat']} "
-        f"for GRPO (largest change {o['max/fgpo/val/last_epoch_change']:.4f} and "
-        f"{o['max/grpo/val/last_epoch_change']:.4f}).",
-        f"- **Tools per question.** GRPO's greedy subsets use {o['mean/grpo/test/tools_per_question']:.2f} "
-        f"tools per question on average against FGPO's {o['mean/fgpo/test/tools_per_question']:.2f} "
-        f"and the per-family best fixed subset's {o['mean/baseline/test/family_best_tools']:.2f}; "
-        f"GRPO uses fewer tools than that subset in {o['count/grpo/fewer_tools_than_family_best']} "
-        f"of {n} settings (FGPO in {o['count/fgpo/fewer_tools_than_family_best']}), the reverse of "
+        f"{a.flat} of {n} settings for {A} and {b.flat} "
+        f"for {B} (largest change {a.max_last_epoch_change:.4f} and "
+        f"{b.max_last_epoch_change:.4f}).",
+        f"- **Tools per question.** {B}'s greedy subsets use {b.tools_per_question:.2f} "
+        f"tools per question on average against {A}'s {a.tools_per_question:.2f} "
+        f"and the per-family best fixed subset's {o.mean_family_best_tools:.2f}; "
+        f"{B} uses fewer tools than that subset in {b.fewer_tools_than_family_best} "
+        f"of {n} settings ({A} in {a.fewer_tools_than_family_best}), the reverse of "
         "the paper's direction. A candidate mechanism, GRPO's group std normalisation turning the "
         "per-tool cost into a unit-size advantage whenever a group's correctness ties, is not "
         "measured by this run; the ablation with Dr. GRPO and tool cost 0 measures it.",
@@ -339,16 +363,16 @@ def tuning_section(tuning: list[dict[str, Any]], tune: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def render_summary(rows: list[dict[str, Any]], overall: dict[str, Any], fam: pd.DataFrame,
+def render_summary(rows: list[SettingRow], overall: Overall, fam: pd.DataFrame,
                    what_ran: str, figures: dict[str, str], cfg: ReportConfig,
                    tuning: list[dict[str, Any]] | None = None,
                    tune: dict[str, Any] | None = None) -> str:
     """reports/summary.md. Sections start with `## `; `fgpo readme` copies some of them."""
-    g = rows[0]["zero_signal/group_size"] if rows else 8
-    methods = row_methods(rows[0]) if rows else [EXACT, SAMPLED]
+    g = overall.zero_signal.group_size
+    a, b = overall.exact.upper(), overall.sampled.upper()
     level = f"{100 * cfg.level:g}%"
     parts = [
-        "# FGPO vs GRPO: comparison report",
+        f"# {a} vs {b}: comparison report",
         "Generated by `fgpo report` (the `report` DVC stage) from `metrics/train`, "
         "`plots/train`, `data/selections` and the reward tables. Run ids and MLflow compare "
         "links for every row: `reports/mlflow_runs.md` (written beside this file from the local "
@@ -368,28 +392,28 @@ def render_summary(rows: list[dict[str, Any]], overall: dict[str, Any], fam: pd.
         "per-question oracle: an upper bound that picks each question's best subset after "
         "seeing its answers (including lucky guesses of the no-evidence fallback), not a "
         "reachable target.",
-        settings_table(rows), outcome_line(overall),
+        settings_table(rows, cfg=cfg), outcome_line(overall, cfg),
         "## Test reward and tools",
         "Reward = correct − tool cost × tools, the quantity both methods maximise. Each method's "
         "greedy choice, and in brackets its expectation under the policy. *vs family best*: the "
         f"paired {level} interval of the method's reward minus the per-family best fixed "
         "subset's on the same questions (win = significantly higher).",
-        reward_tools_table(rows), family_best_line(overall, methods),
+        reward_tools_table(rows, cfg), family_best_line(overall),
         "## Reward-evaluation budgets",
-        "FGPO reads the train split's whole table (questions × 2^K cells, built once before "
-        "training). GRPO pays one on-demand reasoner call per sampled subset over its declared "
+        f"{a} reads the train split's whole table (questions × 2^K cells, built once before "
+        f"training). {b} pays one on-demand reasoner call per sampled subset over its declared "
         "schedule (distinct (question, subset) pairs in brackets: what a cache would pay); "
-        "*schedule ÷ table* is epochs × G / 2^K. *Evaluations to target*, per seed: GRPO's "
-        "cumulative on-demand evaluations until its validation accuracy first reaches FGPO's "
-        "validation accuracy at FGPO's selected checkpoint minus one validation question "
+        f"*schedule ÷ table* is epochs × G / 2^K. *Evaluations to target*, per seed: {b}'s "
+        f"cumulative on-demand evaluations until its validation accuracy first reaches {a}'s "
+        f"validation accuracy at {a}'s selected checkpoint minus one validation question "
         "(same seed); *> X* means not reached within its whole schedule of X evaluations.",
         budget_table(rows),
         "## Zero-signal fraction",
-        f"Share of questions whose G = {g} sampled subsets all get the same reward, so GRPO's "
+        f"Share of questions whose G = {g} sampled subsets all get the same reward, so {b}'s "
         "normalised advantage is zero. *Exact* values are the probability under the policy "
         "(uniform, or the method's policy at its checkpoint on test); *observed* values are "
-        f"GRPO's training batches (seed mean over the first / last {cfg.zero_signal_window} "
-        "steps). FGPO loses the signal only on rows whose rewards are all equal (last column).",
+        f"{b}'s training batches (seed mean over the first / last {cfg.zero_signal_window} "
+        f"steps). {a} loses the signal only on rows whose rewards are all equal (last column).",
         zero_signal_table(rows, overall),
         "## Convergence and checkpoints",
         "Each run is tested at the validation point with the highest expected reward (step 0 "

@@ -1,20 +1,23 @@
 """The comparison as numbers: pure functions of loaded results (`SettingData`).
 
 The report stage calls `setting_numbers` for each (reasoner, benchmark) setting and
-`overall_numbers` across settings; `report.markdown` renders them, `summary_metrics` flattens
-them into metrics/summary.json. The tests drive these with hand-made data.
+`overall_numbers` across settings: typed rows (`SettingRow`, `Overall`) whose headline compares
+the pair `report.compare`; `report.markdown` renders them, `summary_metrics` flattens them into
+metrics/summary.json (slash-named keys, the pair's names in them). The tests drive these with
+hand-made data.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from fgpo.errors import InputError
-from fgpo.report.config import EXACT, SAMPLED, ReportConfig
-from fgpo.report.data import BASELINES, SettingData, mean_curve, row_methods
+from fgpo.report.config import ReportConfig
+from fgpo.report.data import BASELINES, SettingData, mean_curve
 from fgpo.report.paired import mcnemar, paired_bootstrap, verdict
 
 # ---- paired test-set scores -----------------------------------------------------------------
@@ -45,9 +48,7 @@ def against(sel: pd.DataFrame, question_ids: list[str], values: np.ndarray, colu
 
 def compare(diff: np.ndarray, cfg: ReportConfig, prefix: str) -> dict[str, Any]:
     """Mean difference, paired bootstrap interval and verdict under `prefix`."""
-    iv = paired_bootstrap(diff, cfg.n_boot, cfg.level, cfg.bootstrap_seed)
-    return {f"{prefix}": iv.mean, f"{prefix}_lo": iv.lo, f"{prefix}_hi": iv.hi,
-            f"{prefix}_outcome": verdict(iv)}
+    return interval(diff, cfg).flat(prefix)
 
 
 # ---- the table's own baselines ---------------------------------------------------------------
@@ -123,74 +124,220 @@ def evals_to_target(fgpo: pd.DataFrame, grpo: pd.DataFrame, n_val: int
     return out
 
 
-# ---- one setting ----------------------------------------------------------------------------
+# ---- one setting: typed rows --------------------------------------------------------------
 
-def setting_numbers(s: SettingData, cfg: ReportConfig) -> dict[str, Any]:
-    """Every number the report shows for one setting, under slash-namespaced keys."""
-    f, g = s.metrics[EXACT], s.metrics[SAMPLED]
+@dataclass
+class Interval:
+    """A paired difference: mean, bootstrap interval and verdict (win | tie | loss)."""
+
+    mean: float
+    lo: float
+    hi: float
+    outcome: str
+
+    def flat(self, prefix: str) -> dict[str, Any]:
+        return {prefix: self.mean, f"{prefix}_lo": self.lo, f"{prefix}_hi": self.hi,
+                f"{prefix}_outcome": self.outcome}
+
+
+def interval(diff: np.ndarray, cfg: ReportConfig) -> Interval:
+    """Mean difference, paired bootstrap interval and verdict."""
+    iv = paired_bootstrap(diff, cfg.n_boot, cfg.level, cfg.bootstrap_seed)
+    return Interval(iv.mean, iv.lo, iv.hi, verdict(iv))
+
+
+TEST_KEYS = ("accuracy", "reward", "expected_accuracy", "expected_reward", "tools_per_question",
+             "expected_tools_per_question", "zero_signal_frac", "entropy")
+"""A method's test metrics the report shows (mean over seeds)."""
+
+
+@dataclass
+class MethodRow:
+    """One method on one setting, at its selected checkpoints."""
+
+    test: dict[str, float]
+    """TEST_KEYS -> mean over seeds, plus accuracy_std and reward_std."""
+    checkpoint_epoch: float
+    seeds: int
+    vs_family_best: dict[str, Interval]
+    """reward, accuracy -> the method minus the per-family best fixed subset."""
+    last_epoch_change: float
+    """Seed-mean validation expected reward at the end minus one epoch before."""
+
+
+@dataclass
+class Headline:
+    """The compared pair (`report.compare`) on one setting, paired over questions x seeds."""
+
+    exact: str
+    sampled: str
+    accuracy: Interval
+    reward: Interval
+    exact_only: int
+    """McNemar: (seed, question) cells only the exact method answers right."""
+    sampled_only: int
+    mcnemar_p: float
+
+
+@dataclass
+class Target:
+    """Per seed: the sampled method's evaluations until it reaches the exact one's validation
+    accuracy at its checkpoint minus one validation question (None: never)."""
+
+    seed: int
+    val_accuracy: float
+    evals: float | None
+
+
+@dataclass
+class Budget:
+    """The sampled method's declared schedule against the exact method's table."""
+
+    epochs: float
+    group_size: float
+    subsets: int
+    reward_evals: float
+    reward_evals_unique: float
+    table_cells_train: float
+    ratio: float
+    """epochs x G / 2^K."""
+    measured_ratio: float
+    targets: list[Target]
+    total_evals: float
+
+
+@dataclass
+class ZeroSignal:
+    """Share of G-subset groups whose rewards tie (exact under a policy, or observed)."""
+
+    uniform: float
+    sampled_first_steps: float
+    sampled_last_steps: float
+    sampled_last_steps_entropy: float
+    sampled_trained: float
+    exact_trained: float
+    exact_constant_rows: float
+    group_size: float
+
+
+@dataclass
+class SettingRow:
+    """Every number the report shows for one setting."""
+
+    reasoner: str
+    benchmark: str
+    baselines: dict[str, float]
+    """`baselines`' keys without the baseline/test/ prefix (no_tools_accuracy, ...)."""
+    methods: dict[str, MethodRow]
+    """Every trained method, in train.methods order."""
+    headline: Headline
+    budget: Budget
+    zero_signal: ZeroSignal
+
+    @property
+    def name(self) -> str:
+        return f"{self.reasoner}/{self.benchmark}"
+
+    def flat(self) -> dict[str, Any]:
+        """The row under slash-namespaced keys (metrics/summary.json, under settings/<name>/),
+        the compared pair's names in them: diff/test/accuracy, mcnemar/<exact>_only, ..."""
+        a, b = self.headline.exact, self.headline.sampled
+        out: dict[str, Any] = {"reasoner": self.reasoner, "benchmark": self.benchmark}
+        out.update({f"baseline/test/{k}": v for k, v in self.baselines.items()})
+        for m, r in self.methods.items():
+            out.update({f"{m}/test/{k}": r.test[k] for k in (*TEST_KEYS, "accuracy_std",
+                                                              "reward_std")})
+            out[f"{m}/checkpoint/epoch"] = r.checkpoint_epoch
+            out[f"{m}/seeds"] = r.seeds
+            for key, iv in r.vs_family_best.items():
+                out.update(iv.flat(f"{m}/vs_family_best/{key}"))
+        h = self.headline
+        out.update(h.accuracy.flat("diff/test/accuracy"))
+        out.update(h.reward.flat("diff/test/reward"))
+        out["outcome"] = h.accuracy.outcome
+        out.update({f"mcnemar/{a}_only": h.exact_only, f"mcnemar/{b}_only": h.sampled_only,
+                    "mcnemar/p": h.mcnemar_p})
+        g = self.budget
+        out.update({"schedule/epochs": g.epochs, "schedule/group_size": g.group_size,
+                    "schedule/subsets": g.subsets, f"schedule/{b}_reward_evals": g.reward_evals,
+                    f"schedule/{b}_reward_evals_unique": g.reward_evals_unique,
+                    "schedule/table_cells_train": g.table_cells_train,
+                    "schedule/ratio": g.ratio, "schedule/measured_ratio": g.measured_ratio})
+        for t in g.targets:
+            out[f"target/seed{t.seed}/val_accuracy"] = t.val_accuracy
+            out[f"target/seed{t.seed}/{b}_reward_evals"] = t.evals
+        out["target/seed_ids"] = [t.seed for t in g.targets]
+        out["target/reached"] = sum(t.evals is not None for t in g.targets)
+        out[f"target/{b}_total_evals"] = g.total_evals
+        z = self.zero_signal
+        out.update({"zero_signal/uniform": z.uniform,
+                    f"zero_signal/{b}_first_steps": z.sampled_first_steps,
+                    f"zero_signal/{b}_last_steps": z.sampled_last_steps,
+                    f"zero_signal/{b}_last_steps_entropy": z.sampled_last_steps_entropy,
+                    f"zero_signal/{b}_trained": z.sampled_trained,
+                    f"zero_signal/{a}_trained": z.exact_trained,
+                    f"zero_signal/{a}_constant_rows": z.exact_constant_rows,
+                    "zero_signal/group_size": z.group_size})
+        for m, r in self.methods.items():
+            out[f"{m}/val/last_epoch_change"] = r.last_epoch_change
+        return out
+
+
+def setting_numbers(s: SettingData, cfg: ReportConfig) -> SettingRow:
+    """Every number the report shows for one setting; the headline compares `cfg.compare`."""
+    exact, sampled = cfg.compare
+    for m in cfg.compare:
+        if m not in s.metrics:
+            raise InputError(f"{s.name}: report.compare names {m!r}, which was not trained "
+                             f"(methods {list(s.metrics)})", field="report.compare")
+    f, g = s.metrics[exact], s.metrics[sampled]
     n_sub = s.test.correct.shape[1]
-    out: dict[str, Any] = {"reasoner": s.reasoner, "benchmark": s.benchmark}
-    out.update(baselines(s))
     # ---- every method at its selected checkpoint (test split) ----
     fam = family_best_masks(s.test.families, s.table_stats)
     rows = np.arange(len(fam))
     test_ids = list(s.test.question_ids)
+    methods = {}
     for m, met in s.metrics.items():
-        for k in ("accuracy", "reward", "expected_accuracy", "expected_reward",
-                  "tools_per_question", "expected_tools_per_question", "zero_signal_frac",
-                  "entropy"):
-            out[f"{m}/test/{k}"] = met[f"test/{k}"]
-        out[f"{m}/test/accuracy_std"] = met.get("test/accuracy_std", 0.0)
-        out[f"{m}/test/reward_std"] = met.get("test/reward_std", 0.0)
-        out[f"{m}/checkpoint/epoch"] = met["checkpoint/epoch"]
-        out[f"{m}/seeds"] = len(met.get("seeds", [0]))
-        for col, base in (("reward", s.test.reward), ("correct", s.test.correct)):
-            key = "reward" if col == "reward" else "accuracy"
-            out.update(compare(against(s.selections[m], test_ids, base[rows, fam], col), cfg,
-                               f"{m}/vs_family_best/{key}"))
-    # ---- the headline: FGPO - GRPO, paired over test questions and seeds ----
-    for col, key in (("correct", "accuracy"), ("reward", "reward")):
-        out.update(compare(paired(s.selections[EXACT], s.selections[SAMPLED], col, s.name),
-                           cfg, f"diff/test/{key}"))
-    out["outcome"] = out["diff/test/accuracy_outcome"]
-    b, c, p = mcnemar(score_matrix(s.selections[EXACT], "correct").to_numpy() > 0,
-                      score_matrix(s.selections[SAMPLED], "correct").to_numpy() > 0)
-    out.update({"mcnemar/fgpo_only": b, "mcnemar/grpo_only": c, "mcnemar/p": p})
-    # ---- budgets: the declared GRPO schedule against the table, and evaluations to target ----
+        test = {k: met[f"test/{k}"] for k in TEST_KEYS}
+        test["accuracy_std"] = met.get("test/accuracy_std", 0.0)
+        test["reward_std"] = met.get("test/reward_std", 0.0)
+        vs = {("reward" if col == "reward" else "accuracy"): interval(
+                  against(s.selections[m], test_ids, base[rows, fam], col), cfg)
+              for col, base in (("reward", s.test.reward), ("correct", s.test.correct))}
+        methods[m] = MethodRow(test, met["checkpoint/epoch"], len(met.get("seeds", [0])), vs,
+                               last_epoch_change(s.curves[m]))
+    # ---- the headline: exact - sampled, paired over test questions and seeds ----
+    a_only, b_only, p = mcnemar(score_matrix(s.selections[exact], "correct").to_numpy() > 0,
+                                score_matrix(s.selections[sampled], "correct").to_numpy() > 0)
+    headline = Headline(
+        exact, sampled,
+        interval(paired(s.selections[exact], s.selections[sampled], "correct", s.name), cfg),
+        interval(paired(s.selections[exact], s.selections[sampled], "reward", s.name), cfg),
+        a_only, b_only, p)
+    # ---- budgets: the declared sampled schedule against the table, and evaluations to target ----
     n_train = int(s.table_stats["train/n_questions"])
     visits, evals = float(g["budget/question_visits"]), float(g["budget/reward_evals"])
-    out["schedule/epochs"] = visits / n_train
-    out["schedule/group_size"] = evals / visits
-    out["schedule/subsets"] = n_sub
-    out["schedule/grpo_reward_evals"] = evals
-    out["schedule/grpo_reward_evals_unique"] = float(g["budget/reward_evals_unique"])
-    out["schedule/table_cells_train"] = float(f["budget/table_cells_train"])
-    out["schedule/ratio"] = schedule_ratio(out["schedule/epochs"], out["schedule/group_size"],
-                                           n_sub)
-    out["schedule/measured_ratio"] = evals / out["schedule/table_cells_train"]
-    hits = evals_to_target(s.curves[EXACT], s.curves[SAMPLED],
+    cells = float(f["budget/table_cells_train"])
+    hits = evals_to_target(s.curves[exact], s.curves[sampled],
                            int(s.table_stats["val/n_questions"]))
-    for h in hits:
-        out[f"target/seed{h['seed']}/val_accuracy"] = h["target"]
-        out[f"target/seed{h['seed']}/grpo_reward_evals"] = h["evals"]
-    out["target/seed_ids"] = [h["seed"] for h in hits]
-    out["target/reached"] = sum(h["evals"] is not None for h in hits)
-    out["target/grpo_total_evals"] = max(h["total"] for h in hits)
+    budget = Budget(visits / n_train, evals / visits, n_sub, evals,
+                    float(g["budget/reward_evals_unique"]), cells,
+                    schedule_ratio(visits / n_train, evals / visits, n_sub), evals / cells,
+                    [Target(h["seed"], h["target"], h["evals"]) for h in hits],
+                    max(h["total"] for h in hits))
     # ---- zero-signal fraction ----
     w = cfg.zero_signal_window
-    steps = mean_curve(s.curves[SAMPLED]).dropna(subset=["train_zero_signal_frac"])
-    out["zero_signal/uniform"] = s.table_stats["table/uniform_zero_signal_frac"]
-    out["zero_signal/grpo_first_steps"] = float(steps["train_zero_signal_frac"].head(w).mean())
-    out["zero_signal/grpo_last_steps"] = float(steps["train_zero_signal_frac"].tail(w).mean())
-    out["zero_signal/grpo_last_steps_entropy"] = float(steps["train_entropy"].tail(w).mean())
-    out["zero_signal/grpo_trained"] = g["test/zero_signal_frac"]
-    out["zero_signal/fgpo_trained"] = f["test/zero_signal_frac"]
-    out["zero_signal/fgpo_constant_rows"] = s.table_stats["table/constant_reward_row_frac"]
-    out["zero_signal/group_size"] = s.table_stats["table/group_size"]
-    # ---- convergence: how much the validation curve still moved in its last epoch ----
-    for m, curve in s.curves.items():
-        out[f"{m}/val/last_epoch_change"] = last_epoch_change(curve)
-    return out
+    steps = mean_curve(s.curves[sampled]).dropna(subset=["train_zero_signal_frac"])
+    zero = ZeroSignal(s.table_stats["table/uniform_zero_signal_frac"],
+                      float(steps["train_zero_signal_frac"].head(w).mean()),
+                      float(steps["train_zero_signal_frac"].tail(w).mean()),
+                      float(steps["train_entropy"].tail(w).mean()),
+                      g["test/zero_signal_frac"], f["test/zero_signal_frac"],
+                      s.table_stats["table/constant_reward_row_frac"],
+                      s.table_stats["table/group_size"])
+    return SettingRow(s.reasoner, s.benchmark,
+                      {k.removeprefix("baseline/test/"): v for k, v in baselines(s).items()},
+                      methods, headline, budget, zero)
 
 
 def last_epoch_change(curve: pd.DataFrame) -> float:
@@ -210,72 +357,168 @@ over the last epoch (one point of reward; the curves' seed spread is of that ord
 
 # ---- across settings ------------------------------------------------------------------------
 
-def overall_numbers(rows: list[dict[str, Any]]) -> dict[str, Any]:
+@dataclass
+class Tally:
+    """Settings where the exact method of the pair is significantly higher / tied / lower."""
+
+    wins: int
+    ties: int
+    losses: int
+
+
+@dataclass
+class MethodOverall:
+    """One method across settings."""
+
+    family_best: dict[str, Tally]
+    """reward, accuracy -> significant wins and losses against the per-family best subset."""
+    checkpoint_epoch: float
+    entropy: float
+    last_epoch_change: float
+    """Mean over settings of the seed-mean last-epoch change of validation expected reward."""
+    max_last_epoch_change: float
+    """Largest absolute one."""
+    flat: int
+    """Settings whose validation curve moved by at most FLAT over the last epoch."""
+    tools_per_question: float
+    fewer_tools_than_family_best: int
+
+
+@dataclass
+class Overall:
+    """Across settings: the pair's verdicts and differences, each method's means, budgets."""
+
+    exact: str
+    sampled: str
+    settings: int
+    accuracy: Tally
+    reward: Tally
+    mean_diff: float
+    max_diff: float
+    min_diff: float
+    exact_higher_mean: int
+    """Settings where the exact method's mean test accuracy is higher."""
+    mcnemar_p05: int
+    mean_reward_diff: float
+    methods: dict[str, MethodOverall]
+    mean_family_best_tools: float
+    schedule: Budget
+    """Medians of the schedule's shape; evaluations and cells summed; targets empty."""
+    ratios_differ: bool
+    target_runs: int
+    target_reached: int
+    target_median_over_table: float | None
+    zero_signal: ZeroSignal
+    """Means over settings."""
+    per_benchmark: dict[str, dict[str, float]]
+    """Benchmark -> <method>/test/tools_per_question, baseline/test/family_best_tools,
+    baseline/test/oracle_tools, diff/test/accuracy (means over its settings)."""
+
+    def flat(self) -> dict[str, Any]:
+        """The numbers under slash-namespaced keys (metrics/summary.json, the report's MLflow
+        run): overall/<exact>_wins, mean/<method>/test/entropy, ..."""
+        a, b = self.exact, self.sampled
+        out: dict[str, Any] = {"overall/settings": self.settings}
+        for tally, name in ((self.accuracy, ""), (self.reward, "reward_")):
+            out[f"overall/{name}{a}_wins"] = tally.wins
+            out[f"overall/{name}ties"] = tally.ties
+            out[f"overall/{name}{a}_losses"] = tally.losses
+        out.update({"overall/mean_diff": self.mean_diff, "overall/max_diff": self.max_diff,
+                    "overall/min_diff": self.min_diff,
+                    f"overall/{a}_higher_mean": self.exact_higher_mean,
+                    "overall/mcnemar_p05": self.mcnemar_p05,
+                    "overall/mean_reward_diff": self.mean_reward_diff})
+        for m, r in self.methods.items():
+            for key in ("reward", "accuracy"):
+                out[f"family_best/{m}/{key}_wins"] = r.family_best[key].wins
+                out[f"family_best/{m}/{key}_losses"] = r.family_best[key].losses
+            out.update({f"mean/{m}/checkpoint/epoch": r.checkpoint_epoch,
+                        f"mean/{m}/test/entropy": r.entropy,
+                        f"mean/{m}/val/last_epoch_change": r.last_epoch_change,
+                        f"max/{m}/val/last_epoch_change": r.max_last_epoch_change,
+                        f"count/{m}/val/flat": r.flat,
+                        f"mean/{m}/test/tools_per_question": r.tools_per_question,
+                        f"count/{m}/fewer_tools_than_family_best":
+                            r.fewer_tools_than_family_best})
+        g, z = self.schedule, self.zero_signal
+        out["zero_signal/group_size"] = z.group_size
+        out["mean/baseline/test/family_best_tools"] = self.mean_family_best_tools
+        out.update({"schedule/ratio": g.ratio, "schedule/ratios_differ": self.ratios_differ,
+                    "schedule/epochs": g.epochs, "schedule/group_size": g.group_size,
+                    "schedule/subsets": g.subsets, f"schedule/{b}_reward_evals": g.reward_evals,
+                    "schedule/table_cells_train": g.table_cells_train,
+                    "schedule/measured_ratio": g.measured_ratio,
+                    "target/runs": self.target_runs, "target/reached": self.target_reached,
+                    "target/median_over_table": self.target_median_over_table})
+        out.update({"mean/zero_signal/uniform": z.uniform,
+                    f"mean/zero_signal/{b}_first_steps": z.sampled_first_steps,
+                    f"mean/zero_signal/{b}_last_steps": z.sampled_last_steps,
+                    f"mean/zero_signal/{b}_last_steps_entropy": z.sampled_last_steps_entropy,
+                    f"mean/zero_signal/{b}_trained": z.sampled_trained,
+                    f"mean/zero_signal/{a}_trained": z.exact_trained,
+                    f"mean/zero_signal/{a}_constant_rows": z.exact_constant_rows})
+        for bench, numbers in self.per_benchmark.items():
+            out.update({f"{bench}/{k}": v for k, v in numbers.items()})
+        return out
+
+
+def _tally(outcomes: list[str]) -> Tally:
+    return Tally(outcomes.count("win"), outcomes.count("tie"), outcomes.count("loss"))
+
+
+def overall_numbers(rows: list[SettingRow]) -> Overall:
     """Across settings: significant wins/ties/losses, differences, budgets, baselines, means."""
-    diffs = np.array([r["diff/test/accuracy"] for r in rows])
-    methods = row_methods(rows[0])
-    out: dict[str, Any] = {"overall/settings": len(rows)}
-    for key, name in (("accuracy", ""), ("reward", "reward_")):
-        outcomes = [r[f"diff/test/{key}_outcome"] for r in rows]
-        out[f"overall/{name}fgpo_wins"] = outcomes.count("win")
-        out[f"overall/{name}ties"] = outcomes.count("tie")
-        out[f"overall/{name}fgpo_losses"] = outcomes.count("loss")
-    out["overall/mean_diff"] = float(diffs.mean())
-    out["overall/max_diff"] = float(diffs.max())
-    out["overall/min_diff"] = float(diffs.min())
-    out["overall/fgpo_higher_mean"] = int((diffs > 0).sum())
-    out["overall/mcnemar_p05"] = sum(r["mcnemar/p"] < 0.05 for r in rows)
-    out["overall/mean_reward_diff"] = float(np.mean([r["diff/test/reward"] for r in rows]))
-    for m in methods:
-        for key in ("reward", "accuracy"):
-            outcomes = [r[f"{m}/vs_family_best/{key}_outcome"] for r in rows]
-            out[f"family_best/{m}/{key}_wins"] = outcomes.count("win")
-            out[f"family_best/{m}/{key}_losses"] = outcomes.count("loss")
-        out[f"mean/{m}/checkpoint/epoch"] = float(np.mean([r[f"{m}/checkpoint/epoch"]
-                                                           for r in rows]))
-        out[f"mean/{m}/test/entropy"] = float(np.mean([r[f"{m}/test/entropy"] for r in rows]))
-        out[f"mean/{m}/val/last_epoch_change"] = float(np.mean(
-            [r[f"{m}/val/last_epoch_change"] for r in rows]))
-        out[f"max/{m}/val/last_epoch_change"] = float(np.max(
-            [abs(r[f"{m}/val/last_epoch_change"]) for r in rows]))
-        out[f"count/{m}/val/flat"] = sum(abs(r[f"{m}/val/last_epoch_change"]) <= FLAT
-                                         for r in rows)
-        out[f"mean/{m}/test/tools_per_question"] = float(np.mean(
-            [r[f"{m}/test/tools_per_question"] for r in rows]))
-        out[f"count/{m}/fewer_tools_than_family_best"] = sum(
-            r[f"{m}/test/tools_per_question"] < r["baseline/test/family_best_tools"]
-            for r in rows)
-    out["zero_signal/group_size"] = rows[0]["zero_signal/group_size"]  # the exact measure's G
-    out["mean/baseline/test/family_best_tools"] = float(np.mean(
-        [r["baseline/test/family_best_tools"] for r in rows]))
+    diffs = np.array([r.headline.accuracy.mean for r in rows])
+    exact, sampled = rows[0].headline.exact, rows[0].headline.sampled
+    methods = {}
+    for m in rows[0].methods:
+        per = [r.methods[m] for r in rows]
+        change = [p.last_epoch_change for p in per]
+        methods[m] = MethodOverall(
+            {key: _tally([p.vs_family_best[key].outcome for p in per])
+             for key in ("reward", "accuracy")},
+            float(np.mean([p.checkpoint_epoch for p in per])),
+            float(np.mean([p.test["entropy"] for p in per])),
+            float(np.mean(change)), float(np.max([abs(c) for c in change])),
+            sum(abs(c) <= FLAT for c in change),
+            float(np.mean([p.test["tools_per_question"] for p in per])),
+            sum(r.methods[m].test["tools_per_question"] < r.baselines["family_best_tools"]
+                for r in rows))
     # the declared schedule is one for every setting; its ratio is reported once
-    ratios = sorted({round(r["schedule/ratio"], 9) for r in rows})
-    out["schedule/ratio"] = float(np.median([r["schedule/ratio"] for r in rows]))
-    out["schedule/ratios_differ"] = len(ratios) > 1
-    for k in ("epochs", "group_size", "subsets"):
-        out[f"schedule/{k}"] = float(np.median([r[f"schedule/{k}"] for r in rows]))
-    out["schedule/grpo_reward_evals"] = float(sum(r["schedule/grpo_reward_evals"] for r in rows))
-    out["schedule/table_cells_train"] = float(sum(r["schedule/table_cells_train"] for r in rows))
-    out["schedule/measured_ratio"] = (out["schedule/grpo_reward_evals"]
-                                      / out["schedule/table_cells_train"])
-    reached = [r[k] / r["schedule/table_cells_train"] for r in rows for k in r
-               if k.startswith("target/seed") and k.endswith("/grpo_reward_evals")
-               and r[k] is not None]
-    out["target/runs"] = sum(len(r["target/seed_ids"]) for r in rows)
-    out["target/reached"] = len(reached)
-    out["target/median_over_table"] = float(np.median(reached)) if reached else None
-    for key in ("zero_signal/uniform", "zero_signal/grpo_first_steps",
-                "zero_signal/grpo_last_steps", "zero_signal/grpo_last_steps_entropy",
-                "zero_signal/grpo_trained",
-                "zero_signal/fgpo_trained", "zero_signal/fgpo_constant_rows"):
-        out[f"mean/{key}"] = float(np.mean([r[key] for r in rows]))
-    for b in sorted({r["benchmark"] for r in rows}):
-        sub = [r for r in rows if r["benchmark"] == b]
-        for key in (*[f"{m}/test/tools_per_question" for m in methods],
-                    "baseline/test/family_best_tools", "baseline/test/oracle_tools",
-                    "diff/test/accuracy"):
-            out[f"{b}/{key}"] = float(np.mean([r[key] for r in sub]))
-    return out
+    budgets = [r.budget for r in rows]
+    ratios = sorted({round(g.ratio, 9) for g in budgets})
+    evals = float(sum(g.reward_evals for g in budgets))
+    cells = float(sum(g.table_cells_train for g in budgets))
+    schedule = Budget(float(np.median([g.epochs for g in budgets])),
+                      float(np.median([g.group_size for g in budgets])),
+                      float(np.median([g.subsets for g in budgets])), evals,
+                      float(sum(g.reward_evals_unique for g in budgets)), cells,
+                      float(np.median([g.ratio for g in budgets])), evals / cells, [],
+                      max(g.total_evals for g in budgets))
+    reached = [t.evals / g.table_cells_train for g in budgets for t in g.targets
+               if t.evals is not None]
+    zs = [r.zero_signal for r in rows]
+    zero = ZeroSignal(*(float(np.mean([getattr(z, f) for z in zs])) for f in (
+        "uniform", "sampled_first_steps", "sampled_last_steps", "sampled_last_steps_entropy",
+        "sampled_trained", "exact_trained", "exact_constant_rows")), zs[0].group_size)
+    per_benchmark = {}
+    for bench in sorted({r.benchmark for r in rows}):
+        sub = [r for r in rows if r.benchmark == bench]
+        numbers = {f"{m}/test/tools_per_question": float(np.mean(
+            [r.methods[m].test["tools_per_question"] for r in sub])) for m in methods}
+        for key in ("family_best_tools", "oracle_tools"):
+            numbers[f"baseline/test/{key}"] = float(np.mean([r.baselines[key] for r in sub]))
+        numbers["diff/test/accuracy"] = float(np.mean([r.headline.accuracy.mean for r in sub]))
+        per_benchmark[bench] = numbers
+    return Overall(
+        exact, sampled, len(rows), _tally([r.headline.accuracy.outcome for r in rows]),
+        _tally([r.headline.reward.outcome for r in rows]), float(diffs.mean()),
+        float(diffs.max()), float(diffs.min()), int((diffs > 0).sum()),
+        sum(r.headline.mcnemar_p < 0.05 for r in rows),
+        float(np.mean([r.headline.reward.mean for r in rows])), methods,
+        float(np.mean([r.baselines["family_best_tools"] for r in rows])), schedule,
+        len(ratios) > 1, sum(len(g.targets) for g in budgets), len(reached),
+        float(np.median(reached)) if reached else None, zero, per_benchmark)
 
 
 # ---- per family and per subset --------------------------------------------------------------
@@ -311,13 +554,13 @@ def subset_choice(s: SettingData, top: int) -> dict[str, pd.DataFrame]:
     return out
 
 
-def summary_metrics(rows: list[dict[str, Any]], overall: dict[str, Any]) -> dict[str, Any]:
+def summary_metrics(rows: list[SettingRow], overall: Overall) -> dict[str, Any]:
     """metrics/summary.json: the overall numbers and every setting's, flat and slash-named."""
-    out = dict(overall)
+    out = overall.flat()
     for r in rows:
-        for k, v in r.items():
+        for k, v in r.flat().items():
             if k not in ("reasoner", "benchmark"):
-                out[f"settings/{r['reasoner']}/{r['benchmark']}/{k}"] = v
+                out[f"settings/{r.reasoner}/{r.benchmark}/{k}"] = v
     return out
 
 

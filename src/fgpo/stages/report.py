@@ -25,8 +25,9 @@ from fgpo.report import figures
 from fgpo.report.config import ReportConfig, read_methods
 from fgpo.report.data import SettingData, SplitTable
 from fgpo.report.markdown import outcome_line, render_summary, settings_table, what_ran
-from fgpo.report.numbers import (best_so_far, family_accuracy, overall_numbers, setting_numbers,
-                                 subset_choice, summary_metrics, tuning_numbers)
+from fgpo.report.numbers import (Overall, SettingRow, best_so_far, family_accuracy,
+                                 overall_numbers, setting_numbers, subset_choice, summary_metrics,
+                                 tuning_numbers)
 from fgpo.rewards.data import table_path
 from fgpo.rewards.table import TableSettings, load_reward_table
 from fgpo.seqio import atomic_write_text, read_parquet
@@ -88,7 +89,7 @@ def load_setting(reasoner: str, benchmark: str, methods: list[str], tools_cfg: T
         n_questions=len(table.families), table_meta=table.meta)
 
 
-def mlflow_links(rows: list[dict[str, Any]], methods: list[str], cfg: ReportConfig,
+def mlflow_links(rows: list[SettingRow], methods: list[str], cfg: ReportConfig,
                  table_md5: dict[str, str]) -> tuple[dict[str, str], str]:
     """Per setting, markdown links to its runs in the MLflow UI: the tracking server's own
     (MLFLOW_TRACKING_URI=http...) or `make ui`'s on the local store (report.mlflow_ui)."""
@@ -106,7 +107,7 @@ def mlflow_links(rows: list[dict[str, Any]], methods: list[str], cfg: ReportConf
         ui = redact_url(uri) if uri.startswith(("http://", "https://")) else cfg.mlflow_ui
         links = {}
         for r in rows:
-            setting = f"{r['reasoner']}/{r['benchmark']}"
+            setting = r.name
             links[setting] = run_links(client, exp.experiment_id, ui, methods,
                                        {"setting": setting, "table_md5": table_md5[setting]})
         where = (f"Tracking store: `{redact_url(uri)}`, experiment `{EXPERIMENT}` "
@@ -121,13 +122,13 @@ def mlflow_links(rows: list[dict[str, Any]], methods: list[str], cfg: ReportConf
 def main(params: Path = DEFAULT_PARAMS, data: Path = Path("data"),
          metrics: Path = Path("metrics"), plots: Path = Path("plots"),
          out: Path = Path("reports"), tracking: bool = True,
-         links_only: bool = False, tune_dir: Path = Path("tune")) -> dict[str, Any]:
+         links_only: bool = False, tune_dir: Path = Path("tune")) -> Overall:
     """Build the report; `links_only` rewrites just reports/mlflow_runs.md (what `make run` does
     after a `dvc repro` that found the report up to date, e.g. on a fresh clone)."""
     cfg = load_section(ReportConfig, "report", params)
     tools_cfg = load_section(ToolsConfig, "tools", params)
     reasoners = TableSettings.load(params).build
-    methods = read_methods(params)
+    methods = read_methods(params, cfg.compare)
     if cfg.heatmap_reasoner not in reasoners:
         raise InputError(f"heatmap_reasoner {cfg.heatmap_reasoner!r} is not in "
                          f"reward_table.build {reasoners}", file=str(params),
@@ -175,25 +176,25 @@ def main(params: Path = DEFAULT_PARAMS, data: Path = Path("data"),
 __all__ = ["main", "outcome_line"]  # outcome_line: what `fgpo report` prints
 
 
-def write_links(settings: list[SettingData], rows: list[dict[str, Any]], cfg: ReportConfig,
+def write_links(settings: list[SettingData], rows: list[SettingRow], cfg: ReportConfig,
                 data: Path, out: Path) -> bool:
     """reports/mlflow_runs.md: the settings table, each row linked to its runs. True if any."""
     md5 = {s.name: file_md5(table_path(s.reasoner, s.benchmark, data / "reward_tables"))
            for s in settings}
     links, where = mlflow_links(rows, settings[0].methods if settings else [], cfg, md5)
     atomic_write_text("# MLflow runs of the comparison report\n\n" + where + "\n\n"
-                      + settings_table(rows, links) + "\n", out / "mlflow_runs.md")
+                      + settings_table(rows, links, cfg) + "\n", out / "mlflow_runs.md")
     return bool(links)
 
 
-def log_report_run(overall: dict[str, Any], cfg: ReportConfig, out: Path) -> None:
+def log_report_run(overall: Overall, cfg: ReportConfig, out: Path) -> None:
     """The report as an MLflow run too (tag kind=report): overall numbers, summary, figures."""
     from dataclasses import asdict
 
     from fgpo.tracking import Tracker
     tracker = Tracker(EXPERIMENT, "report", tags={"kind": "report", "git_commit": git_commit()},
                       params={"report": asdict(cfg)})
-    tracker.log_metrics({k: v for k, v in overall.items() if isinstance(v, (int, float))
+    tracker.log_metrics({k: v for k, v in overall.flat().items() if isinstance(v, (int, float))
                          and not isinstance(v, bool)}, 0)
     tracker.log_artifact(out / "summary.md")
     tracker.log_artifact(out / "figures", "figures")
