@@ -24,15 +24,7 @@ from fgpo.seqio import read_parquet_metadata
 from fgpo.stages import prepare
 
 REPO = Path(__file__).resolve().parents[1]
-REAL = REPO / ".." / "shared" / "data" / "real"
 GENERATED = {"kind": "generated", "source": "src/fgpo/benchmarks/genomeqa.py"}
-
-
-@pytest.fixture(scope="module")
-def real() -> Path:
-    if not REAL.is_dir():
-        pytest.skip(f"real data folder {REAL.resolve()} absent (shared/ not beside the repo)")
-    return REAL.resolve()
 
 
 def write(tmp_path: Path, text: str, name: str = "my_params.yaml") -> Path:
@@ -183,11 +175,11 @@ def _same_questions(df: pd.DataFrame, expected: pd.DataFrame) -> None:
     pd.testing.assert_frame_equal(df, expected)
 
 
-def test_prepare_imports_a_declared_fasta_pair(tmp_path, real, monkeypatch):
+def test_prepare_imports_a_declared_fasta_pair(tmp_path, real_data, monkeypatch):
     folder = tmp_path / "ecoli_data"
     folder.mkdir()
-    pos = plain_fasta(real / "Ecoli_prom.fa")[:200]
-    neg = plain_fasta(real / "Ecoli_non_prom.fa")[:200]
+    pos = plain_fasta(real_data / "Ecoli_prom.fa")[:200]
+    neg = plain_fasta(real_data / "Ecoli_non_prom.fa")[:200]
     write_fasta(folder / "prom.fa", pos)
     write_fasta(folder / "non_prom.fa", neg)
     monkeypatch.chdir(tmp_path)  # paths relative to where `fgpo prepare` runs (the repo root)
@@ -216,22 +208,22 @@ def test_prepare_imports_a_declared_fasta_pair(tmp_path, real, monkeypatch):
     _same_questions(pd.read_parquet(out), expected)
 
 
-def test_prepare_imports_the_real_folder_directly(tmp_path, real):
+def test_prepare_imports_the_real_folder_directly(tmp_path, real_data):
     params = declare(tmp_path, {"ecoli": {
-        "kind": "imported", "source": str(real), "positives": "Ecoli_prom.fa",
+        "kind": "imported", "source": str(real_data), "positives": "Ecoli_prom.fa",
         "negatives": "Ecoli_non_prom.fa", "family": "promoter", "organism": "E. coli",
         "max_per_class": 20}})
     out = prepare.main("ecoli", params, tmp_path / "out")
     qs = _questions(out)
     assert len(qs) == 40 and Counter(q.answer for q in qs) == {0: 20, 1: 20}
-    expected = importer.import_fasta_pair(real / "Ecoli_prom.fa", real / "Ecoli_non_prom.fa",
+    expected = importer.import_fasta_pair(real_data / "Ecoli_prom.fa", real_data / "Ecoli_non_prom.fa",
                                           name="ecoli", family="promoter", organism="E. coli",
                                           seed=0, max_per_class=20)
     _same_questions(pd.read_parquet(out), expected)
 
 
-def test_prepare_imports_a_declared_csv(tmp_path, real):
-    csv = real / "human_nontata_promoters_test.csv"
+def test_prepare_imports_a_declared_csv(tmp_path, real_data):
+    csv = real_data / "human_nontata_promoters_test.csv"
     params = declare(tmp_path, {"human_nontata": {
         "kind": "imported", "source": str(csv), "family": "promoter", "organism": "human",
         "seed": 2, "max_per_class": 10}})

@@ -19,7 +19,6 @@ import yaml
 
 from test_stages_smoke import BIN, REPO, _dvc, small_params
 
-REAL = Path(__file__).resolve().parents[2] / "shared/data/real"
 NAME = "ecoli_promoters"
 PAIR = ("Ecoli_prom.fa", "Ecoli_non_prom.fa")
 
@@ -59,14 +58,12 @@ def _dvc_yaml_without_plots() -> str:
     return head
 
 
-def test_declared_collection_is_valid_with_the_split_used_below():
+def test_declared_collection_is_valid_with_the_split_used_below(real_data):
     """max_per_class 12 with split 0.5/0.25/0.25: 24 questions, every split non-empty."""
-    if not REAL.is_dir():
-        pytest.skip(f"real data not found at {REAL}")
     from fgpo.benchmarks.config import ImportConfig
     from fgpo.benchmarks.importer import import_declared
 
-    cfg = ImportConfig(source=str(REAL), positives=PAIR[0], negatives=PAIR[1], family="promoter",
+    cfg = ImportConfig(source=str(real_data), positives=PAIR[0], negatives=PAIR[1], family="promoter",
                        organism="E. coli", seed=0, max_per_class=12, split=[0.5, 0.25, 0.25])
     qs = import_declared(NAME, cfg)
     assert len(qs) == 24 and sorted(q.meta["label"] for q in qs) == [0] * 12 + [1] * 12
@@ -76,14 +73,14 @@ def test_declared_collection_is_valid_with_the_split_used_below():
 
 
 @pytest.mark.slow
-def test_imported_collection_runs_through_dvc_repro_unchanged(tmp_path):
-    if not REAL.is_dir() or not all((REAL / f).is_file() for f in PAIR):
-        pytest.skip(f"real data not found at {REAL} (the E. coli promoter FASTA pair)")
+def test_imported_collection_runs_through_dvc_repro_unchanged(tmp_path, real_data):
+    if not all((real_data / f).is_file() for f in PAIR):
+        pytest.skip(f"the E. coli promoter FASTA pair is not in {real_data}")
     # the real data stays outside the repository (a subset of it, in tmp_path)
     real = tmp_path / "real"
     real.mkdir()
     for f in PAIR:
-        _write_fasta(real / f, _records(REAL / f)[:60])
+        _write_fasta(real / f, _records(real_data / f)[:60])
     real_seqs = {s for f in PAIR for _, s in _records(real / f)}
 
     work = tmp_path / "repo"

@@ -39,7 +39,6 @@ from fgpo.seqio import read_labelled_csv
 from fgpo.tools.toolset import ToolsConfig, build_tools
 from fgpo.tools.base import ToolOutput
 
-REAL = Path(__file__).resolve().parents[2] / "shared" / "data" / "real"
 NAMES = ToolsConfig().names
 
 
@@ -244,28 +243,26 @@ def test_import_templates_give_parseable_answers_for_every_profile(family, tools
 
 # ---- the real collections: tool evidence helps the expert ------------------------------------
 COLLECTIONS = {
-    "ecoli": (lambda: fasta_pair_records(REAL / "Ecoli_prom.fa", REAL / "Ecoli_non_prom.fa"),
-              "E. coli"),
-    "bacillus": (lambda: fasta_pair_records(REAL / "Bacillus_prom.fa",
-                                            REAL / "Bacillus_non_prom.fa"), "B. subtilis"),
-    "human": (lambda: read_labelled_csv(REAL / "human_nontata_promoters_test.csv", "seq",
-                                        "label"), "human"),
+    "ecoli": (lambda real: fasta_pair_records(real / "Ecoli_prom.fa",
+                                              real / "Ecoli_non_prom.fa"), "E. coli"),
+    "bacillus": (lambda real: fasta_pair_records(real / "Bacillus_prom.fa",
+                                                 real / "Bacillus_non_prom.fa"), "B. subtilis"),
+    "human": (lambda real: read_labelled_csv(real / "human_nontata_promoters_test.csv", "seq",
+                                             "label"), "human"),
 }
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(COLLECTIONS))
-def test_real_promoters_best_fixed_subset_beats_no_tools(name, tools):
+def test_real_promoters_best_fixed_subset_beats_no_tools(name, tools, real_data):
     """careful_expert, all records of a balanced 300-per-class sample: the best fixed subset
     (chosen on train) beats answering without tools by >= 5 points on val + test, and no
     answer is unparseable. General rules (genome-relative AT-richness for bacteria, CpG
     islands for vertebrates), not fitted thresholds."""
-    if not REAL.is_dir():
-        pytest.skip(f"real data folder {REAL} absent")
     records, organism = COLLECTIONS[name]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        qs = labelled_to_questions(records(), name=name, family="promoter", organism=organism,
+        qs = labelled_to_questions(records(real_data), name=name, family="promoter", organism=organism,
                                    seed=0, max_per_class=300)
     outs = {q.id: {t.name: t.run(q.sequences) for t in tools} for q in qs}
     r = build_reasoner(ReasonerSpec(backend="rule", profile="careful_expert"))

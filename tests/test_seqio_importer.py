@@ -24,14 +24,6 @@ from fgpo.seqio import (atomic_write_parquet, normalise_sequence, read_fasta,
                         read_labelled_csv, read_parquet_metadata)
 from fgpo.tools.toolset import ToolsConfig
 
-REAL = Path(__file__).resolve().parents[1] / ".." / "shared" / "data" / "real"
-
-
-@pytest.fixture(scope="module")
-def real() -> Path:
-    if not REAL.is_dir():
-        pytest.skip(f"real data folder {REAL.resolve()} absent (shared/ not beside the repo)")
-    return REAL
 
 
 def plain_fasta(path: Path) -> list[tuple[str, str]]:
@@ -199,10 +191,10 @@ def check_import(df: pd.DataFrame, pos: list[tuple[str, str]], neg: list[tuple[s
         assert abs(sub.count("train") / len(sub) - 0.6) < 0.06
 
 
-def test_import_ecoli_pair(real: Path) -> None:
-    pos, neg = plain_fasta(real / "Ecoli_prom.fa"), plain_fasta(real / "Ecoli_non_prom.fa")
+def test_import_ecoli_pair(real_data: Path) -> None:
+    pos, neg = plain_fasta(real_data / "Ecoli_prom.fa"), plain_fasta(real_data / "Ecoli_non_prom.fa")
     assert (len(pos), len(neg)) == (839, 3000)
-    df = import_fasta_pair(real / "Ecoli_prom.fa", real / "Ecoli_non_prom.fa", name="ecoli",
+    df = import_fasta_pair(real_data / "Ecoli_prom.fa", real_data / "Ecoli_non_prom.fa", name="ecoli",
                            family="promoter", organism="E. coli")
     # n = 3839: train round(2303.4) = 2303, val round(767.8) = 768, test 768
     assert Counter(df.split) == {"train": 2303, "val": 768, "test": 768}
@@ -222,8 +214,8 @@ def numbered_ids(pairs: list[tuple[str, str]]) -> list[tuple[str, str]]:
     return out
 
 
-def test_import_bacillus_pair(real: Path) -> None:
-    pos, neg = plain_fasta(real / "Bacillus_prom.fa"), plain_fasta(real / "Bacillus_non_prom.fa")
+def test_import_bacillus_pair(real_data: Path) -> None:
+    pos, neg = plain_fasta(real_data / "Bacillus_prom.fa"), plain_fasta(real_data / "Bacillus_non_prom.fa")
     assert (len(pos), len(neg)) == (373, 1000)
     # 25 ids occur twice or more in Bacillus_prom.fa (one of them three times): 26 later records,
     # each with its own sequence, are kept and renamed id#2 / id#3
@@ -231,14 +223,14 @@ def test_import_bacillus_pair(real: Path) -> None:
     assert sum(1 for c in repeats.values() if c > 1) == 25
     assert sum(c - 1 for c in repeats.values()) == 26
     with pytest.warns(UserWarning, match="26 record"):
-        df = import_fasta_pair(real / "Bacillus_prom.fa", real / "Bacillus_non_prom.fa",
+        df = import_fasta_pair(real_data / "Bacillus_prom.fa", real_data / "Bacillus_non_prom.fa",
                                name="bsub", family="promoter")
     check_import(df, numbered_ids(pos), neg, 81)
     assert df.id.is_unique and len({q.meta["source_id"] for q in from_frame(df)}) == 1373
 
 
-def test_import_human_csv(real: Path) -> None:
-    path = real / "human_nontata_promoters_test.csv"
+def test_import_human_csv(real_data: Path) -> None:
+    path = real_data / "human_nontata_promoters_test.csv"
     raw = pd.read_csv(path)
     df = import_csv(path, name="human", family="promoter")
     assert len(df) == len(raw) == 9034
@@ -252,8 +244,8 @@ def test_import_human_csv(real: Path) -> None:
     assert Counter(df.split) == {"train": 5420, "val": 1807, "test": 1807}
 
 
-def test_import_max_per_class_balanced_and_seeded(real: Path) -> None:
-    pos, neg = real / "Ecoli_prom.fa", real / "Ecoli_non_prom.fa"
+def test_import_max_per_class_balanced_and_seeded(real_data: Path) -> None:
+    pos, neg = real_data / "Ecoli_prom.fa", real_data / "Ecoli_non_prom.fa"
     kw = dict(name="ecoli", family="promoter", max_per_class=100)
     a = import_fasta_pair(pos, neg, seed=5, **kw)
     b = import_fasta_pair(pos, neg, seed=5, **kw)
@@ -265,10 +257,10 @@ def test_import_max_per_class_balanced_and_seeded(real: Path) -> None:
     assert Counter(a.split) == {"train": 120, "val": 40, "test": 40}
     # a class smaller than the cap is kept whole
     with pytest.warns(UserWarning, match="26 record"):  # Bacillus_prom.fa's repeated ids
-        d = import_fasta_pair(real / "Bacillus_prom.fa", real / "Bacillus_non_prom.fa", name="b",
+        d = import_fasta_pair(real_data / "Bacillus_prom.fa", real_data / "Bacillus_non_prom.fa", name="b",
                               family="promoter", max_per_class=500)
     assert (d.answer == "A").sum() == 373 and (d.answer == "B").sum() == 500
-    h = import_csv(real / "human_nontata_promoters_test.csv", name="h", family="promoter",
+    h = import_csv(real_data / "human_nontata_promoters_test.csv", name="h", family="promoter",
                    max_per_class=100, seed=1)
     assert len(h) == 200 and (h.answer == "A").sum() == 100
 
@@ -289,11 +281,11 @@ def cli(*args: str) -> subprocess.CompletedProcess:
                           capture_output=True, text=True, timeout=120)
 
 
-def test_cli_import_and_corrupt_fasta(real: Path, tmp_path: Path) -> None:
+def test_cli_import_and_corrupt_fasta(real_data: Path, tmp_path: Path) -> None:
     out = tmp_path / "ecoli.parquet"
     r = cli("--name", "ecoli", "--family", "promoter", "--out", str(out),
-            "--positives", str(real / "Ecoli_prom.fa"), "--negatives",
-            str(real / "Ecoli_non_prom.fa"), "--max-per-class", "50", "--seed", "3")
+            "--positives", str(real_data / "Ecoli_prom.fa"), "--negatives",
+            str(real_data / "Ecoli_non_prom.fa"), "--max-per-class", "50", "--seed", "3")
     assert r.returncode == 0, r.stderr
     assert "100 questions (50 positive)" in r.stdout
     qs = from_frame(pd.read_parquet(out), source=str(out))
@@ -304,7 +296,7 @@ def test_cli_import_and_corrupt_fasta(real: Path, tmp_path: Path) -> None:
     bad.write_text(">ok\nACGT\n>broken\nACGT-JUNK\n")
     out2 = tmp_path / "bad.parquet"
     r = cli("--name", "x", "--family", "promoter", "--out", str(out2), "--positives", str(bad),
-            "--negatives", str(real / "Ecoli_non_prom.fa"))
+            "--negatives", str(real_data / "Ecoli_non_prom.fa"))
     assert r.returncode != 0
     assert str(bad) in r.stderr and "record 2 (broken)" in r.stderr
     assert not out2.exists()

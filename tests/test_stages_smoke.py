@@ -99,7 +99,6 @@ def test_unknown_params_key_fails_loudly(tmp_path):
 
 
 @pytest.mark.parametrize("args, option", [
-    (["reward-table", "careful_expert", "genomeqa", "--merge", "0"], "--merge"),
     (["reward-shard", "careful_expert", "genomeqa", "-1"], "index"),
     (["import", "--name", "x", "--family", "promoter", "--out", "x.parquet", "--csv", "x.csv",
       "--max-per-class", "0"], "--max-per-class"),

@@ -83,8 +83,8 @@ def prepare(benchmark: str = typer.Argument(..., help="a name declared under `pr
             params: Path = PARAMS,
             out_dir: Path = typer.Option(Path("data/benchmarks"))) -> None:
     """Generate or import a declared benchmark -> data/benchmarks/<benchmark>.parquet."""
-    from fgpo.stages import prepare as stage
-    typer.echo(f"wrote {stage.main(benchmark, params, out_dir)}")
+    from fgpo.stages import prepare as prepare_stage
+    typer.echo(f"wrote {prepare_stage.main(benchmark, params, out_dir)}")
 
 
 @command()
@@ -93,27 +93,21 @@ def tools(benchmark: str = typer.Argument(..., help="benchmark name (data/benchm
           bench_dir: Path = typer.Option(Path("data/benchmarks")),
           out_dir: Path = typer.Option(Path("data/tool_outputs"))) -> None:
     """Run all K tools once on every question -> data/tool_outputs/<benchmark>.parquet."""
-    from fgpo.stages import tools as stage
-    typer.echo(f"wrote {stage.main(benchmark, params, bench_dir, out_dir)}")
+    from fgpo.stages import tools as tools_stage
+    typer.echo(f"wrote {tools_stage.main(benchmark, params, bench_dir, out_dir)}")
 
 
 @command("reward-table")
 def reward_table(reasoner: str = typer.Argument(..., help="name under reward_table.reasoners"),
                  benchmark: str = typer.Argument(...), params: Path = PARAMS,
                  data: Path = typer.Option(Path("data")),
-                 shard: Optional[str] = typer.Option(
-                     None, help="I/N: build only questions with index % N == I (one server's share)"),
-                 base_url: Optional[str] = typer.Option(
-                     None, help="override the spec's endpoint (openai backend), e.g. per shard"),
-                 merge: Optional[int] = typer.Option(
-                     None, min=1, help="merge N finished shards into the stage's table"),
                  no_mlflow: bool = typer.Option(False, "--no-mlflow",
                                                 help="skip logging the build as an MLflow run")
                  ) -> None:
-    """Build (or resume) the exhaustive reward table of one reasoner x benchmark."""
-    from fgpo.stages import reward_table as stage
-    out = stage.main(reasoner, benchmark, params, data, shard, base_url, merge,
-                     tracking=not no_mlflow)
+    """Build (or resume) the exhaustive reward table of one reasoner x benchmark (a sharded
+    one: `reward-shard` per server, then `reward-merge`)."""
+    from fgpo.stages import reward_table as reward_table_stage
+    out = reward_table_stage.main(reasoner, benchmark, params, data, tracking=not no_mlflow)
     typer.echo(f"wrote {out}")
 
 
@@ -126,8 +120,9 @@ def reward_shard(reasoner: str = typer.Argument(..., help="a name in reward_tabl
                                                 help="skip logging the build as an MLflow run")
                  ) -> None:
     """Build shard I of N of a sharded table, on its endpoint (the reward_shard stage)."""
-    from fgpo.stages import reward_shard as stage
-    typer.echo(f"wrote {stage.main(reasoner, benchmark, index, params, data, not no_mlflow)}")
+    from fgpo.stages import reward_shard as reward_shard_stage
+    out = reward_shard_stage.main(reasoner, benchmark, index, params, data, not no_mlflow)
+    typer.echo(f"wrote {out}")
 
 
 @command("reward-merge")
@@ -135,8 +130,8 @@ def reward_merge(reasoner: str = typer.Argument(..., help="a name in reward_tabl
                  benchmark: str = typer.Argument(...), params: Path = PARAMS,
                  data: Path = typer.Option(Path("data"))) -> None:
     """Join the N shards of a sharded table into the table (the reward_merge stage)."""
-    from fgpo.stages import reward_merge as stage
-    typer.echo(f"wrote {stage.main(reasoner, benchmark, params, data)}")
+    from fgpo.stages import reward_merge as reward_merge_stage
+    typer.echo(f"wrote {reward_merge_stage.main(reasoner, benchmark, params, data)}")
 
 
 @command("table-stats")
@@ -144,9 +139,9 @@ def table_stats(reasoner: str = typer.Argument(...), benchmark: str = typer.Argu
                 params: Path = PARAMS, data: Path = typer.Option(Path("data")),
                 metrics: Path = typer.Option(Path("metrics/reward_tables"))) -> None:
     """Baselines and zero-signal statistics of a reward table -> metrics JSON."""
-    from fgpo.stages import table_stats as stage
-    result = stage.main(reasoner, benchmark, params, data, metrics)
-    echo(stage.outcome(result))
+    from fgpo.stages import table_stats as table_stats_stage
+    result = table_stats_stage.main(reasoner, benchmark, params, data, metrics)
+    echo(table_stats_stage.outcome(result))
     for warning in result["table/warnings"]:  # loud, but the stage still writes its metrics
         typer.echo(f"warning: {reasoner}/{benchmark}: {warning}", err=True)
 
@@ -162,10 +157,10 @@ def train(reasoner: str = typer.Argument(...), benchmark: str = typer.Argument(.
           ) -> None:
     """Train the tool-selection policies of one setting (every method and seed in one process:
     the backbone's frozen layers are computed once), log to MLflow, write metrics and plots."""
-    from fgpo.stages import train as stage
-    summaries = stage.main(reasoner, benchmark, method or None, params, data,
+    from fgpo.stages import train as train_stage
+    summaries = train_stage.main(reasoner, benchmark, method or None, params, data,
                            tracking=not no_mlflow, force=force)
-    echo(stage.outcome(summaries))
+    echo(train_stage.outcome(summaries))
 
 
 @command()
@@ -183,10 +178,10 @@ def sweep(method: str = typer.Option(..., help="an estimator (`fgpo list-methods
           params: Path = PARAMS, data: Path = typer.Option(Path("data")),
           no_mlflow: bool = typer.Option(False, "--no-mlflow", help="skip MLflow logging")) -> None:
     """Optuna study over LoRA and optimiser settings (start several to run workers)."""
-    from fgpo.stages import sweep as stage
-    study, handed_off = stage.main(method, reasoner, benchmark, n_trials, storage, study_name,
+    from fgpo.stages import sweep as sweep_stage
+    study, handed_off = sweep_stage.main(method, reasoner, benchmark, n_trials, storage, study_name,
                                    multi_objective, params, data, tracking=not no_mlflow)
-    echo(stage.outcome(study, handed_off))
+    echo(sweep_stage.outcome(study, handed_off))
 
 
 @command()
@@ -195,8 +190,8 @@ def tune(storage: Optional[str] = typer.Option(None, help="study storage URL (de
          params: Path = PARAMS, data: Path = typer.Option(Path("data")),
          no_mlflow: bool = typer.Option(False, "--no-mlflow", help="skip MLflow logging")) -> None:
     """Equal-budget Optuna study per method on the tuning settings; writes tune/tuned.yaml."""
-    from fgpo.stages import tune as stage
-    echo(stage.outcome(stage.main(params, data, storage, tracking=not no_mlflow)))
+    from fgpo.stages import tune as tune_stage
+    echo(tune_stage.outcome(tune_stage.main(params, data, storage, tracking=not no_mlflow)))
 
 
 @command("list-methods")
@@ -209,8 +204,8 @@ def list_methods() -> None:
 @command("list-tools")
 def list_tools() -> None:
     """Registered tools with their one-line descriptions."""
-    from fgpo.stages import tools as stage
-    echo(stage.tool_list())
+    from fgpo.tools import toolset
+    echo(toolset.describe())
 
 
 @command("import")
@@ -233,8 +228,8 @@ def import_collection(
     Duplicate sequences within a class and sequences labelled both ways are dropped with a
     warning; repeated ids for different sequences are renamed id#2, id#3, ...
     """
-    from fgpo.stages import prepare as stage
-    path, n, pos = stage.import_collection(name, family, out, positives, negatives, csv,
+    from fgpo.stages import prepare as prepare_stage
+    path, n, pos = prepare_stage.import_collection(name, family, out, positives, negatives, csv,
                                            seq_col, label_col, organism, question,
                                            max_per_class, seed)
     typer.echo(f"wrote {path}: {n} questions ({pos} positive)")
@@ -248,10 +243,10 @@ def report(params: Path = PARAMS, data: Path = typer.Option(Path("data")),
            links_only: bool = typer.Option(False, help="only rewrite reports/mlflow_runs.md")
            ) -> None:
     """FGPO vs GRPO across all settings -> reports/summary.md, figures, metrics/summary.json."""
-    from fgpo.stages import report as stage
-    overall = stage.main(params, data, metrics, plots, out, tracking=not no_mlflow,
+    from fgpo.stages import report as report_stage
+    overall = report_stage.main(params, data, metrics, plots, out, tracking=not no_mlflow,
                          links_only=links_only)
-    typer.echo(stage.outcome_line(overall))
+    typer.echo(report_stage.outcome_line(overall))
     typer.echo(f"wrote {out / 'mlflow_runs.md'}" if links_only else
                f"wrote {out / 'summary.md'}, {out / 'figures'}, {metrics / 'summary.json'}")
 
@@ -261,8 +256,8 @@ def cost_table(reasoner: str = typer.Argument(...), benchmark: str = typer.Argum
                cost: float = typer.Argument(..., help="per-tool cost, one of ablation.tool_costs"),
                params: Path = PARAMS, data: Path = typer.Option(Path("data"))) -> None:
     """Ablation: the setting's reward table at another tool cost, with no reasoner call."""
-    from fgpo.stages import cost_table as stage
-    typer.echo(f"wrote {stage.main(reasoner, benchmark, cost, params, data)}")
+    from fgpo.stages import cost_table as cost_table_stage
+    typer.echo(f"wrote {cost_table_stage.main(reasoner, benchmark, cost, params, data)}")
 
 
 @command(context_settings=NUMBERS)
@@ -273,9 +268,10 @@ def ablate(reasoner: str = typer.Argument(...), benchmark: str = typer.Argument(
            ) -> None:
     """Ablation: every ablation estimator on one setting at one tool cost (the train stage's
     protocol)."""
-    from fgpo.stages import ablate as stage
-    from fgpo.stages.train import outcome
-    echo(outcome(stage.main(reasoner, benchmark, cost, params, data, tracking=not no_mlflow)))
+    from fgpo.stages import ablate as ablate_stage
+    summaries = ablate_stage.main(reasoner, benchmark, cost, params, data,
+                                  tracking=not no_mlflow)
+    echo(ablate_stage.outcome(summaries))
 
 
 @command()
@@ -285,8 +281,9 @@ def ablation_report(params: Path = PARAMS, data: Path = typer.Option(Path("data"
                     out: Path = typer.Option(Path("reports"))) -> None:
     """Ablation: the estimator table, the FGPO - GRPO gap decomposition and the tool-cost
     frontier -> reports/ablation.md, its figures, metrics/ablation_summary.json."""
-    from fgpo.stages import ablation_report as stage
-    echo(stage.outcome(stage.main(params, data, metrics, plots, out)))
+    from fgpo.stages import ablation_report as ablation_report_stage
+    result = ablation_report_stage.main(params, data, metrics, plots, out)
+    echo(ablation_report_stage.outcome(result))
     typer.echo(f"wrote {out / 'ablation.md'}, {metrics / 'ablation_summary.json'}")
 
 
@@ -294,8 +291,8 @@ def ablation_report(params: Path = PARAMS, data: Path = typer.Option(Path("data"
 def readme(params: Path = PARAMS, path: Path = typer.Option(Path("README.md")),
            bench_dir: Path = typer.Option(Path("data/benchmarks"))) -> None:
     """Regenerate the README's generated tables from the pipeline's outputs."""
-    from fgpo.stages import readme as stage
-    typer.echo(f"updated {stage.main(path, params, bench_dir)}")
+    from fgpo.stages import readme as readme_stage
+    typer.echo(f"updated {readme_stage.main(path, params, bench_dir)}")
 
 
 def main() -> None:  # pragma: no cover - console entry

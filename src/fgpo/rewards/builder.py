@@ -17,8 +17,7 @@ from fgpo.config import DEFAULT_PARAMS, load_section
 from fgpo.errors import InputError
 from fgpo.question import load_questions
 from fgpo.rewards.build import RewardTableConfig, build_table, journal_cells
-from fgpo.rewards.data import benchmark_path, shard_path, table_path
-from fgpo.rewards.shards import merge_shards
+from fgpo.rewards.data import benchmark_path, table_path
 from fgpo.seqio import read_parquet_metadata
 from fgpo.tools.outputs import load_tool_outputs
 from fgpo.tools.toolset import ToolsConfig
@@ -40,20 +39,21 @@ def parse_shard(shard: str) -> tuple[int, int]:
 def build(reasoner: str, benchmark: str, params: Path = DEFAULT_PARAMS,
           data: Path = Path("data"), shard: str | None = None, base_url: str | None = None,
           tracking: bool = True, out: Path | None = None) -> Path:
-    """Build one table, or with shard='I/N' the questions with index % N == I (one server's
-    share); `base_url` overrides the spec's endpoint for that server, `out` the path."""
+    """Build one table into `out` (default its place under data/reward_tables), or with
+    shard='I/N' the questions with index % N == I (one server's share: the reward_shard stage
+    gives its `out`); `base_url` overrides the spec's endpoint for that server."""
     tools_cfg = load_section(ToolsConfig, "tools", params)
     cfg = load_section(RewardTableConfig, "reward_table", params)
     spec = cfg.spec(reasoner)
     if base_url:
         spec = replace(spec, base_url=base_url)
     questions = load_questions(benchmark_path(benchmark, data))
-    default = table_path(reasoner, benchmark, data / "reward_tables")
     if shard:
+        if out is None:
+            raise ValueError("a shard is built into its own file: give `out`")
         i, n = parse_shard(shard)
         questions = questions[i::n]
-        default = shard_path(reasoner, benchmark, i, n, data / "reward_tables")
-    out = out or default
+    out = out or table_path(reasoner, benchmark, data / "reward_tables")
     outputs = load_tool_outputs(data / "tool_outputs" / f"{benchmark}.parquet", tools_cfg,
                                 questions)
     lacking = [q.id for q in questions if q.id not in outputs]
@@ -100,11 +100,3 @@ def log_build(table: Path, seconds: float, resumed: int, spec: dict, tool_cost: 
         raise
     tracker.end()
     return tracker.run_id
-
-
-def merge(reasoner: str, benchmark: str, n: int, data: Path = Path("data")) -> Path:
-    """Merge the N shard tables of one reasoner x benchmark into the stage's output."""
-    root = data / "reward_tables"
-    shards = [shard_path(reasoner, benchmark, i, n, root) for i in range(n)]
-    return merge_shards(shards, table_path(reasoner, benchmark, root),
-                        load_questions(benchmark_path(benchmark, data)))

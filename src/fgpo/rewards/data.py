@@ -22,10 +22,6 @@ def stats_path(reasoner: str, benchmark: str, root: Path = Path("metrics/reward_
     return root / reasoner / f"{benchmark}.json"
 
 
-def shard_path(reasoner: str, benchmark: str, i: int, n: int, root: Path) -> Path:
-    return root / reasoner / f"{benchmark}.shard{i}of{n}.parquet"
-
-
 def stage_shard_path(reasoner: str, benchmark: str, i: int, root: Path) -> Path:
     """Shard i's table as the reward_shard stage writes it (its folder is the merge's dep)."""
     return root / reasoner / f"{benchmark}.shards" / f"{i}.parquet"

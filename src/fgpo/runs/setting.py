@@ -140,3 +140,12 @@ def write_method_outputs(results: list[RunResult], seeds: list[int], method: str
     return summary
 
 
+def outcome(summaries: dict[str, dict[str, Any]]) -> list[str]:
+    """What `fgpo train` and `fgpo ablate` print: each method's headline test numbers and budget."""
+    lines = []
+    for name, summary in summaries.items():
+        lines.append(f"[{name}]")
+        lines += [f"  {key:28s} {summary[key]:.4f}" for key in (
+            "test/accuracy", "test/expected_accuracy", "test/tools_per_question",
+            "budget/reward_evals")]
+    return lines

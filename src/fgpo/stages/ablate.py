@@ -18,8 +18,10 @@ from typing import Any
 
 from fgpo.config import DEFAULT_PARAMS, load_section
 from fgpo.rewards.cost import ablation_tables, cost_dir, main_tool_cost
-from fgpo.runs.setting import train_setting
+from fgpo.runs.setting import outcome, train_setting
 from fgpo.train.ablation import AblationConfig
+
+__all__ = ["main", "outcome"]  # outcome: what `fgpo ablate` prints
 
 
 def main(reasoner: str, benchmark: str, cost: float, params: Path = DEFAULT_PARAMS,

@@ -20,9 +20,3 @@ def main(name: str, params: Path = DEFAULT_PARAMS, bench_dir: Path = Path("data/
     meta = {"benchmark": name, "fingerprint": tool_fingerprint(cfg), "tools": cfg.names,
             "K": len(cfg.names), "config": asdict(cfg)}
     return atomic_write_parquet(df, out_dir / f"{name}.parquet", metadata=meta)
-
-
-def tool_list() -> list[str]:
-    """`fgpo list-tools`: each registered tool with its version and one-line description."""
-    from fgpo.tools.toolset import TOOL_REGISTRY
-    return [f"{name:20s} v{cls.version}  {cls.description}" for name, cls in TOOL_REGISTRY.items()]

@@ -14,7 +14,9 @@ from pathlib import Path
 from typing import Any
 
 from fgpo.config import DEFAULT_PARAMS
-from fgpo.runs.setting import train_setting
+from fgpo.runs.setting import outcome, train_setting
+
+__all__ = ["main", "outcome"]  # outcome: what `fgpo train` prints
 
 
 def main(reasoner: str, benchmark: str, methods: list[str] | None = None,
@@ -27,14 +29,3 @@ def main(reasoner: str, benchmark: str, methods: list[str] | None = None,
                          metrics_root=Path("metrics/train"), plots_root=Path("plots/train"),
                          runs_root=Path("runs"), selections_root=data / "selections",
                          tracking=tracking, force=force)
-
-
-def outcome(summaries: dict[str, dict[str, Any]]) -> list[str]:
-    """What `fgpo train` prints: each method's headline test numbers and budget."""
-    lines = []
-    for name, summary in summaries.items():
-        lines.append(f"[{name}]")
-        lines += [f"  {key:28s} {summary[key]:.4f}" for key in (
-            "test/accuracy", "test/expected_accuracy", "test/tools_per_question",
-            "budget/reward_evals")]
-    return lines

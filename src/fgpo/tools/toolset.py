@@ -158,3 +158,7 @@ def require_fingerprint(meta: dict[str, Any], cfg: ToolsConfig, path: str, rerun
     raise InputError(f"built for another tool set (fingerprint {meta.get('fingerprint')}, "
                      f"current {want}); {what}; rerun {rerun}", file=path, field="fingerprint")
 
+
+def describe() -> list[str]:
+    """`fgpo list-tools`: each registered tool with its version and one-line description."""
+    return [f"{name:20s} v{cls.version}  {cls.description}" for name, cls in TOOL_REGISTRY.items()]

@@ -82,8 +82,12 @@ def _read(path: Path) -> dict[str, Any]:
         if method not in ESTIMATORS:
             raise InputError(f"unknown method {method!r}; choose from {list(ESTIMATORS)}",
                              file=str(path), field=str(method))
-        for reasoner, per_bench in (per_reasoner or {}).items() if isinstance(
-                per_reasoner, dict) else [(None, per_reasoner)]:
+        if per_reasoner is None:  # a method without any swept setting
+            continue
+        if not isinstance(per_reasoner, dict):
+            raise InputError("expected method -> reasoner -> benchmark -> best trial",
+                             file=str(path), field=str(method))
+        for reasoner, per_bench in per_reasoner.items():
             if not isinstance(per_bench, dict):
                 raise InputError("expected method -> reasoner -> benchmark -> best trial",
                                  file=str(path), field=f"{method}.{reasoner}")
