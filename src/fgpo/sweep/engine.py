@@ -81,36 +81,6 @@ def wait_until_ready(study: optuna.Study, timeout: float = 120.0) -> dict[str, A
         time.sleep(0.5)
 
 
-def create_or_join(name: str, storage: Any, directions: list[str],
-                   sampler: optuna.samplers.BaseSampler, pruner: optuna.pruners.BasePruner
-                   ) -> tuple[optuna.Study, bool]:
-    """The study and whether this process created it: of workers started together exactly one
-    wins `create_study`, and only it sets the study up."""
-    try:
-        return optuna.create_study(study_name=name, storage=storage, sampler=sampler,
-                                   pruner=pruner, directions=directions), True
-    except optuna.exceptions.DuplicatedStudyError:
-        return optuna.load_study(study_name=name, storage=storage, sampler=sampler,
-                                 pruner=pruner), False
-
-
-def wait_until_ready(study: optuna.Study, timeout: float = 120.0) -> dict[str, Any]:
-    """The study's user attributes once its creator has set it up (or after `timeout`: a study
-    whose creator died early is joined as it is)."""
-    deadline, told = time.monotonic() + timeout, False
-    while True:
-        attrs = study.user_attrs
-        # a study from before READY existed: set up, and trials ran (not only the enqueued one)
-        resumed = "space_hash" in attrs and any(
-            t.state != optuna.trial.TrialState.WAITING for t in study.get_trials(deepcopy=False))
-        if READY in attrs or resumed or time.monotonic() > deadline:
-            return attrs
-        if not told:
-            log.info("study %s: waiting for the worker that created it", study.study_name)
-            told = True
-        time.sleep(0.5)
-
-
 def open_study(name: str, storage: Any, directions: list[str],
                sampler: optuna.samplers.BaseSampler, pruner: optuna.pruners.BasePruner,
                identity: dict[str, Any], refuse: tuple[str, str, str],
@@ -154,10 +124,6 @@ def tag_shared_run(run: Any, tags: dict[str, str]) -> None:
             if attempt == 2 or "duplicate key" not in str(exc):
                 raise
             time.sleep(0.2 * (attempt + 1))
-
-
-READY = "mlflow_parent_run_id"
-"""The user attribute the study's creator sets last ("" without MLflow): joiners wait for it."""
 
 
 def parent_run(study: optuna.Study, created: bool, experiment: str, name: str,
