@@ -182,7 +182,7 @@ def test_sigkill_mid_build_then_resume_matches_uninterrupted(tmp_path):
                        env=env, capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
     # the module logger says so on stderr, with the count the journal held
-    assert (f"INFO fgpo.stages.reward_table: data/reward_tables/slow/genomeqa.parquet: resuming "
+    assert (f"INFO fgpo.rewards.builder: data/reward_tables/slow/genomeqa.parquet: resuming "
             f"an interrupted build, {done} cells answered already") in r.stderr
     quiet = tmp_path / "b/data/reward_tables/slow"
     assert not any(p.name.endswith(".journal.jsonl") for p in quiet.iterdir())

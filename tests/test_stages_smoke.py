@@ -232,6 +232,9 @@ def test_ablation_pipeline_runs_beside_the_main_one(tmp_path):
     params["ablation"].update(reasoners=["careful_expert"], benchmarks=["genomeqa"],
                               tool_costs=[0.0, 0.01], cost_estimators=["fgpo", "dr_grpo"])
     (work / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
+    from fgpo.train.estimators import ESTIMATORS
+    estimators = list(ESTIMATORS)  # ablation.estimators left out: every registered one
+    assert "estimators" not in params["ablation"]
     subprocess.run(["git", "init", "-q"], cwd=work, check=True)
     _dvc("init", "-q", cwd=work)
 
@@ -252,7 +255,7 @@ def test_ablation_pipeline_runs_beside_the_main_one(tmp_path):
     runs = client.search_runs([client.get_experiment_by_name("fgpo").experiment_id])
     tagged = sorted((r.data.tags["estimator"], r.data.tags["tool_cost"]) for r in runs
                     if r.data.tags.get("kind") != "report")  # the main report's own run
-    assert tagged == sorted([(m, "0.01") for m in params["ablation"]["estimators"]]
+    assert tagged == sorted([(m, "0.01") for m in estimators]
                             + [("fgpo", "0.0"), ("dr_grpo", "0.0")])  # fgpo, grpo at 0.01 once
     dr = json.loads((work / "metrics/ablation/cost0.01/careful_expert/genomeqa/dr_grpo.json")
                     .read_text())
@@ -261,7 +264,7 @@ def test_ablation_pipeline_runs_beside_the_main_one(tmp_path):
     for heading in ("## Estimators at tool cost 0.01", "## Decomposition of the FGPO - GRPO gap",
                     "## Accuracy vs tools across tool costs"):
         assert heading in report
-    for m in params["ablation"]["estimators"]:
+    for m in estimators:
         assert f"| careful_expert/genomeqa | {m} |" in report
     assert "dr_grpo: from grpo" in report and "fgpo_std: from fgpo" in report
     summary = json.loads((work / "metrics/ablation_summary.json").read_text())
