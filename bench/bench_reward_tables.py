@@ -22,9 +22,9 @@ from fgpo.reasoners.prompt import render_prefix, render_prompt
 from fgpo.reasoners.rule import PROFILES
 from fgpo.rewards.build import RewardTableConfig, build_table, subset_evidence
 from fgpo.seqio import atomic_write_text
-from fgpo.tools.toolset import ToolsConfig
 from fgpo.tools.base import ToolOutput
 from fgpo.tools.outputs import run_tools
+from fgpo.tools.toolset import ToolsConfig
 
 
 def main() -> None:

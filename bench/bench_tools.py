@@ -18,8 +18,8 @@ from pathlib import Path
 
 from fgpo.benchmarks import declared_samples
 from fgpo.seqio import atomic_write_text
-from fgpo.tools.toolset import ToolsConfig
 from fgpo.tools.outputs import run_tools
+from fgpo.tools.toolset import ToolsConfig
 
 
 def main() -> None:
