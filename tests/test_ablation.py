@@ -52,8 +52,16 @@ def test_the_decomposition_terms_add_up_to_the_gap_along_both_paths():
                                             - settings["a/genomeqa"]["grpo"].correct.mean())
     assert one["accuracy_lo"] < one["accuracy"] < one["accuracy_hi"]
     assert one["accuracy_outcome"] == "win"  # 0.9 vs 0.6 over 120 cells
+    # 0.9 vs 0.6 pooled over 240 cells: a win that survives Holm over the five terms and every
+    # seed left out; the terms' Holm verdicts never add a verdict the interval did not give
+    pooled = terms[("fgpo", "grpo")]["pooled"]
+    assert (pooled["accuracy_outcome_holm"], pooled["accuracy_stable"],
+            pooled["accuracy_stable_of"]) == ("win", 3, 3)
+    assert all(t["pooled"]["accuracy_outcome_holm"] in ("tie", t["pooled"]["accuracy_outcome"])
+               for t in terms.values())
     words = "\n".join(plain_reading(list(terms.values())))
     assert "pooled FGPO - GRPO" in words and "of the total" in words  # a win: shares
+    assert "win (Holm: win, seed-stable 3/3)" in words
     tied = [{**t, "pooled": {**t["pooled"], "accuracy_outcome": "tie"}}
             if (t["a"], t["b"]) == ("fgpo", "grpo") else t for t in terms.values()]
     assert "of the total" not in "\n".join(plain_reading(tied))  # no share of a tie

@@ -1,15 +1,21 @@
 """Paired statistics on hand-made data with known answers: the two-way bootstrap's replicate
-distribution worked out by hand, its interval against the normal approximation, McNemar's exact
-p-value computed from the binomial by hand, and the win / tie / loss rule."""
+distribution worked out by hand, its interval against the normal approximation and its p-value
+against its interval, the seed-stratified CMH test against a hypergeometric reference and
+Pearson's chi-square, Holm's adjustment and the sign test and t interval by hand,
+leave-one-seed-out verdicts on a fragile and a robust result set, and the win / tie / loss
+rule."""
 
 from __future__ import annotations
 
-from math import comb
+import statistics
 
 import numpy as np
 import pytest
 
-from fgpo.report.paired import Interval, bootstrap_means, mcnemar, paired_bootstrap, verdict
+from scipy.stats import chi2, chi2_contingency, hypergeom
+
+from fgpo.report.paired import (Interval, across_settings, bootstrap_means, cmh_by_seed, holm,
+                                holm_verdicts, leave_one_seed_out, paired_bootstrap, verdict)
 
 
 def test_a_constant_difference_has_a_zero_width_interval():
@@ -54,21 +60,104 @@ def test_the_bootstrap_is_seeded():
     assert paired_bootstrap(diff, seed=5) == paired_bootstrap(diff, seed=5)
 
 
-def test_mcnemar_exact_p_value_from_the_binomial_by_hand():
-    # 10 cells only A right, 2 only B right, 30 both right, 8 both wrong.
-    a = np.array([1] * 10 + [0] * 2 + [1] * 30 + [0] * 8)
-    b = np.array([0] * 10 + [1] * 2 + [1] * 30 + [0] * 8)
-    # two-sided: 2 * P(X <= 2), X ~ Binomial(12, 1/2)
-    by_hand = 2 * sum(comb(12, k) for k in range(3)) / 2 ** 12
-    assert mcnemar(a, b) == (10, 2, pytest.approx(by_hand))
-    assert mcnemar(b, a)[2] == pytest.approx(by_hand)        # symmetric
-    assert mcnemar(a, a) == (0, 0, 1.0)                       # no discordant pair: no evidence
-    assert mcnemar(a.reshape(5, 10), b.reshape(5, 10))[:2] == (10, 2)  # any paired shape
+def test_bootstrap_p_is_read_off_the_replicates_and_matches_the_interval():
+    assert paired_bootstrap(np.full((3, 50), 0.25), n_boot=2000).p == 0.0   # every replicate > 0
+    assert paired_bootstrap(np.zeros((3, 50)), n_boot=2000).p == 1.0        # every replicate = 0
+    # diff = [[0], [1]]: replicate means 0 / 0.5 / 1 with p 1/4, 1/2, 1/4: P(mean <= 0) = 1/4
+    assert paired_bootstrap(np.array([[0.0], [1.0]]), n_boot=40_000).p == \
+        pytest.approx(0.5, abs=0.02)
+    # the p-value and the interval read the same replicates: p < 1 - level iff 0 is outside
+    rng = np.random.default_rng(11)
+    for shift in np.linspace(0.0, 0.3, 13):
+        diff = rng.choice([-1.0, 0.0, 1.0], size=(5, 60)) + shift
+        iv = paired_bootstrap(diff, n_boot=4000)
+        if abs(iv.p - 0.05) > 0.005:               # away from the quantile's interpolation
+            assert (iv.p < 0.05) == (verdict(iv) != "tie")
 
 
-def test_mcnemar_refuses_unpaired_arrays():
-    with pytest.raises(ValueError, match="differ in shape"):
-        mcnemar(np.ones((3, 4)), np.ones((3, 5)))
+def cmh_by_hand(a: np.ndarray, b: np.ndarray) -> float:
+    """Reference: per seed, A's right count is hypergeometric given the table's margins
+    (population 2Q, A's Q draws, right answers of both methods the successes)."""
+    dev = var = 0.0
+    for ra, rb in zip(a, b):
+        q = len(ra)
+        h = hypergeom(2 * q, int(ra.sum() + rb.sum()), q)
+        dev += ra.sum() - h.mean()
+        var += h.var()
+    return float(chi2.sf(dev ** 2 / var, 1))
+
+
+def test_cmh_by_seed_equals_the_hypergeometric_reference_and_pearson_on_one_seed():
+    rng = np.random.default_rng(5)
+    a = rng.random((4, 30)) < np.array([[0.9], [0.6], [0.7], [0.8]])   # seeds differ in level
+    b = rng.random((4, 30)) < np.array([[0.8], [0.5], [0.7], [0.6]])
+    got = cmh_by_seed(a, b)
+    assert got.p == pytest.approx(cmh_by_hand(a, b), rel=1e-9)
+    assert cmh_by_seed(b, a).p == pytest.approx(got.p)                 # two-sided
+    # one stratum: the CMH statistic is Pearson's chi-square times (n - 1) / n
+    table = [[a[0].sum(), 30 - a[0].sum()], [b[0].sum(), 30 - b[0].sum()]]
+    pearson = chi2_contingency(table, correction=False)[0]
+    assert cmh_by_seed(a[:1], b[:1]).statistic == pytest.approx(pearson * 59 / 60)
+    # Mantel-Haenszel odds ratio by hand on two strata of 4 questions:
+    # seed 0: A right 3, B right 1 -> a d / n = 3 * 3 / 8, b c / n = 1 * 1 / 8
+    # seed 1: A right 2, B right 2 -> 2 * 2 / 8 and 2 * 2 / 8
+    x = np.array([[1, 1, 1, 0], [1, 1, 0, 0]], bool)
+    y = np.array([[1, 0, 0, 0], [0, 0, 1, 1]], bool)
+    assert cmh_by_seed(x, y).odds_ratio == pytest.approx((9 + 4) / (1 + 4))
+
+
+def test_cmh_sees_no_evidence_where_each_seed_ties():
+    # Within each seed A and B are right equally often (8 of 10 on seed 0, 2 of 10 on seed 1),
+    # on different questions: whatever the seeds' levels, no evidence.
+    a = np.array([[1] * 8 + [0] * 2, [1] * 2 + [0] * 8], bool)
+    b = np.array([[0] * 2 + [1] * 8, [0] * 8 + [1] * 2], bool)
+    assert cmh_by_seed(a, b).p == pytest.approx(1.0)
+    everyone = np.ones((3, 5), bool)
+    assert cmh_by_seed(everyone, everyone).p == 1.0                   # no variance: no evidence
+    with pytest.raises(ValueError, match="one shape"):
+        cmh_by_seed(np.ones((3, 4)), np.ones((3, 5)))
+
+
+def test_holm_step_down_by_hand():
+    # sorted 0.01, 0.03, 0.04, 0.2 -> x4, x3, x2, x1 = 0.04, 0.09, 0.08, 0.2 -> monotone
+    assert holm([0.01, 0.04, 0.03, 0.2]).tolist() == pytest.approx([0.04, 0.09, 0.09, 0.2])
+    assert holm([0.5, 0.6]).tolist() == [1.0, 1.0]                   # capped at 1
+    # a verdict survives only where its adjusted p is below 1 - level
+    assert holm_verdicts(["win", "loss", "win", "tie"], [0.01, 0.04, 0.03, 0.2], 0.95) == \
+        ["win", "tie", "tie", "tie"]
+
+
+def test_across_settings_sign_test_and_t_interval_by_hand():
+    d = [0.1, 0.2, -0.05, 0.0, 0.3]
+    got = across_settings(d, 0.95)
+    # 3 positive, 1 negative, the zero dropped: 2 * P(X >= 3 | 4, 1/2) = 2 * 5 / 16
+    assert (got.positive, got.negative, got.sign_p) == (3, 1, pytest.approx(0.625))
+    mean, sd = statistics.mean(d), statistics.stdev(d)
+    half = 2.7764451 * sd / 5 ** 0.5                                 # t(0.975, 4 df), a table
+    assert (got.mean, got.lo, got.hi) == pytest.approx((mean, mean - half, mean + half))
+    assert np.isnan(across_settings([0.1]).lo)                       # one setting: no interval
+
+
+def fragile_and_robust() -> tuple[np.ndarray, np.ndarray]:
+    """Five seeds x 200 questions of paired correctness differences (-1, 0, 1). Robust: every
+    seed +20 points. Fragile: four seeds +20 points, seed 4 at -60: the full verdict is a tie
+    that only seed 4 holds down, so leaving seed 4 out (and only it) gives a win."""
+    rng = np.random.default_rng(2)
+    robust = np.stack([rng.permutation([1] * 60 + [-1] * 20 + [0] * 120) for _ in range(5)])
+    fragile = robust.copy()
+    fragile[4] = rng.permutation([-1] * 130 + [1] * 10 + [0] * 60)
+    return robust.astype(float), fragile.astype(float)
+
+
+def test_leave_one_seed_out_finds_the_fragile_verdict_and_keeps_the_robust_one():
+    robust, fragile = fragile_and_robust()
+    assert verdict(paired_bootstrap(robust)) == "win"
+    assert [verdict(iv) for iv in leave_one_seed_out(robust)] == ["win"] * 5
+    assert verdict(paired_bootstrap(fragile)) == "tie"
+    assert [verdict(iv) for iv in leave_one_seed_out(fragile)] == ["tie"] * 4 + ["win"]
+    # each left-out interval is the bootstrap of the other four seeds
+    assert leave_one_seed_out(fragile)[4] == paired_bootstrap(fragile[:4])
+    assert leave_one_seed_out(fragile[:1]) == []                      # one seed: nothing to drop
 
 
 def test_verdict_needs_an_interval_that_excludes_zero():

@@ -6,12 +6,14 @@ README's results matching the report."""
 from __future__ import annotations
 
 import re
+import statistics
 from pathlib import Path
 
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 import pytest
+from scipy.stats import chi2
 
 from fgpo.errors import InputError
 from fgpo.report import figures
@@ -20,7 +22,7 @@ from fgpo.report.data import SettingData, SplitTable, subset_label
 from fgpo.report.markdown import render_summary, sections, settings_table
 from fgpo.report.numbers import (baselines, evals_to_target, family_accuracy, oracle_tools,
                                  overall_numbers, paired, schedule_ratio, setting_numbers,
-                                 subset_choice)
+                                 subset_choice, with_holm)
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -162,18 +164,25 @@ def test_evals_to_target_per_seed_and_censored():
 
 def test_setting_numbers_from_the_fixture(fixture_settings):
     typed = [setting_numbers(s, ReportConfig()) for s in fixture_settings]
-    assert typed[0].headline.accuracy.outcome == "win" and typed[0].headline.exact_only == 8
+    assert typed[0].headline.accuracy.outcome == "win"
     assert typed[0].budget.targets[1].evals is None      # seed 1 never reaches the target
     strong, weak = (row.flat() for row in typed)          # metrics/summary.json's keys
     # strong: FGPO right on all 8 (seed, question) cells, GRPO on none: [1, 1] and a win
     assert strong["diff/test/accuracy"] == 1.0 and strong["outcome"] == "win"
     assert (strong["diff/test/accuracy_lo"], strong["diff/test/accuracy_hi"]) == (1.0, 1.0)
-    assert (strong["mcnemar/fgpo_only"], strong["mcnemar/grpo_only"]) == (8, 0)
-    assert strong["mcnemar/p"] == pytest.approx(2 * 0.5 ** 8)
+    # CMH by seed, by hand: each seed's table is FGPO right 4 of 4, GRPO 0 of 4 (n = 8):
+    # E = 4 * 4 / 8 = 2, Var = 4^4 / (8^2 * 7); two seeds: (2 + 2)^2 / (2 Var) = 14
+    assert strong["cmh/p"] == pytest.approx(chi2.sf(14.0, 1))
+    # one seed left out, the other one alone still shows all four answers right: stable
+    assert (strong["stability/agree"], strong["stability/of"]) == (2, 2)
+    assert strong["stability/verdicts"] == ["win", "win"]
     # weak: diff 1, 0, 0, 1 per seed; a resample of 4 questions misses both 1s with
     # probability (1/2)^4 = 6.25% > 2.5%, so the interval touches 0: a tie, however large
     assert weak["diff/test/accuracy"] == 0.5 and weak["diff/test/accuracy_lo"] == 0.0
-    assert weak["outcome"] == "tie" and weak["mcnemar/p"] == pytest.approx(2 * 0.5 ** 4)
+    assert weak["outcome"] == "tie" and weak["diff/test/accuracy_p"] == pytest.approx(
+        2 * 0.5 ** 4, abs=0.01)                           # the same 6.25% tail, twice
+    # weak, per seed: FGPO 4 of 4, GRPO 2 of 4: E = 4 * 6 / 8 = 3, Var = 4 * 4 * 6 * 2 / 448
+    assert weak["cmh/p"] == pytest.approx(chi2.sf(2 ** 2 / (2 * 192 / 448), 1))
     # FGPO vs the per-family best on reward: 0, 0, 0, -0.01 (q3 takes both tools): q3 is left
     # out of a resample with probability (3/4)^4 = 32%, so the interval reaches 0: a tie
     assert weak["fgpo/vs_family_best/reward"] == pytest.approx(-0.0025)
@@ -191,12 +200,26 @@ def test_setting_numbers_from_the_fixture(fixture_settings):
 
 
 def test_overall_counts_and_means(fixture_settings):
-    rows = [setting_numbers(s, ReportConfig()) for s in fixture_settings]
+    rows = with_holm([setting_numbers(s, ReportConfig()) for s in fixture_settings],
+                     ReportConfig())
     typed = overall_numbers(rows)
     assert (typed.accuracy.wins, typed.accuracy.ties, typed.accuracy.losses) == (1, 1, 0)
     o = typed.flat()
     assert (o["overall/fgpo_wins"], o["overall/ties"], o["overall/fgpo_losses"]) == (1, 1, 0)
-    assert o["overall/fgpo_higher_mean"] == 2 and o["overall/mcnemar_p05"] == 1
+    assert o["overall/fgpo_higher_mean"] == 2 and o["overall/cmh_p05"] == 2
+    # Holm over two settings: strong's p = 0 (x2) keeps its win, weak stays a tie
+    assert [r.headline.accuracy.holm for r in rows] == ["win", "tie"]
+    assert (o["overall/holm_fgpo_wins"], o["overall/holm_ties"]) == (1, 1)
+    assert o["overall/stable"] == 2 and "held_out/settings" not in o
+    # over settings: both favour FGPO, 2 of 2: sign test p = 2 * 0.25; t interval with 1 df
+    assert (o["overall/fgpo_higher"], o["overall/sign_p"]) == (2, pytest.approx(0.5))
+    half = 12.7062047 * statistics.stdev([1.0, 0.5]) / 2 ** 0.5       # t(0.975, 1 df)
+    assert (o["overall/mean_diff_lo"], o["overall/mean_diff_hi"]) == pytest.approx(
+        (0.75 - half, 0.75 + half))
+    # the settings no study tuned on: here only "weak"
+    held = overall_numbers(rows, tuned_on=["strong/toyqa"]).flat()
+    assert held["held_out/settings"] == 1 and held["held_out/mean_diff"] == 0.5
+    assert (held["held_out/fgpo_wins"], held["held_out/ties"]) == (0, 1)
     assert o["overall/mean_diff"] == pytest.approx(0.75)
     assert o["schedule/ratio"] == pytest.approx(2.0) and not o["schedule/ratios_differ"]
     assert (o["target/runs"], o["target/reached"]) == (4, 2)
@@ -209,14 +232,15 @@ def test_overall_counts_and_means(fixture_settings):
 
 
 GOLDEN = """\
-| reasoner | benchmark | FGPO | GRPO | FGPO − GRPO [95% CI] | outcome | McNemar p | no tools | all tools | chance | family best | oracle (bound) |
-|---|---|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|
-| strong | toyqa | 1.000 ± 0.000 | 0.000 ± 0.000 | +100.0 [+100.0, +100.0] pt | win | 0.00781 | 0.250 | 1.000 | 0.562 | 1.000 | 1.000 |
-| weak | toyqa | 1.000 ± 0.000 | 0.500 ± 0.000 | +50.0 [+0.0, +100.0] pt | tie | 0.125 | 0.250 | 1.000 | 0.562 | 1.000 | 1.000 |"""
+| reasoner | benchmark | FGPO | GRPO | FGPO − GRPO [95% CI] | outcome | Holm | seed-stable | CMH p | no tools | all tools | chance | family best | oracle (bound) |
+|---|---|---:|---:|---:|---|---|---:|---:|---:|---:|---:|---:|---:|
+| strong | toyqa | 1.000 ± 0.000 | 0.000 ± 0.000 | +100.0 [+100.0, +100.0] pt | win | win | 2/2 | 0.000183 | 0.250 | 1.000 | 0.562 | 1.000 | 1.000 |
+| weak | toyqa | 1.000 ± 0.000 | 0.500 ± 0.000 | +50.0 [+0.0, +100.0] pt | tie | tie | 2/2 | 0.0308 | 0.250 | 1.000 | 0.562 | 1.000 | 1.000 |"""
 
 
 def test_settings_table_matches_golden_markdown(fixture_settings):
-    rows = [setting_numbers(s, ReportConfig()) for s in fixture_settings]
+    rows = with_holm([setting_numbers(s, ReportConfig()) for s in fixture_settings],
+                     ReportConfig())
     assert settings_table(rows) == GOLDEN
     linked = settings_table(rows, {"strong/toyqa": "[runs](x)"}).splitlines()
     assert linked[0].endswith("| MLflow |") and linked[2].endswith("| [runs](x) |")
@@ -264,7 +288,7 @@ def test_figures_are_written_and_not_blank(tmp_path, fixture_settings):
 
 def test_render_summary_has_every_section(fixture_settings):
     cfg = ReportConfig()
-    rows = [setting_numbers(s, cfg) for s in fixture_settings]
+    rows = with_holm([setting_numbers(s, cfg) for s in fixture_settings], cfg)
     md = render_summary(rows, overall_numbers(rows),
                         pd.concat([family_accuracy(s) for s in fixture_settings]), "- ran",
                         {"A figure": "figures/a.png"}, cfg)
@@ -367,7 +391,7 @@ def test_tuning_numbers_best_so_far_and_section_by_hand():
 
 
 def test_the_headline_pair_is_a_params_edit(fixture_settings):
-    """`report.compare: [fgpo, dr_grpo]`: the paired difference, McNemar, the budget, the
+    """`report.compare: [fgpo, dr_grpo]`: the paired difference, its stability, the budget, the
     zero-signal columns and the prose compare that pair, on a hand-made result set where
     dr_grpo answers like the weak GRPO (right on q1 and q2 of 4)."""
     s = fixture_settings[0]  # "strong": its GRPO is wrong everywhere
@@ -379,10 +403,10 @@ def test_the_headline_pair_is_a_params_edit(fixture_settings):
     assert (row.headline.exact, row.headline.sampled) == ("fgpo", "dr_grpo")
     # fgpo right on all 8 (seed, question) cells, dr_grpo on 4: diff 1, 0, 0, 1 per seed
     assert row.headline.accuracy.mean == 0.5 and row.headline.accuracy.outcome == "tie"
-    assert (row.headline.exact_only, row.headline.sampled_only) == (4, 0)
+    assert row.headline.leave_one_out == ["tie", "tie"]
     assert setting_numbers(s, ReportConfig()).headline.accuracy.mean == 1.0  # against grpo
     flat = row.flat()
-    assert flat["mcnemar/dr_grpo_only"] == 0 and "mcnemar/grpo_only" not in flat
+    assert flat["schedule/dr_grpo_reward_evals"] == 32 and "schedule/grpo_reward_evals" not in flat
     assert "zero_signal/dr_grpo_first_steps" in flat
     overall = overall_numbers([row])
     assert overall.flat()["overall/fgpo_wins"] == 0 and overall.accuracy.ties == 1

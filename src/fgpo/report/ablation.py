@@ -23,7 +23,8 @@ import numpy as np
 import pandas as pd
 
 from fgpo.report.config import ReportConfig
-from fgpo.report.numbers import compare, paired
+from fgpo.report.numbers import compare, paired, seed_stability
+from fgpo.report.paired import holm_verdicts
 
 # (label, minuend, subtrahend): the two decomposition paths of the gap, then the total
 DECOMPOSITION = [
@@ -92,11 +93,17 @@ def versus(selections: dict[str, pd.DataFrame], a: str, b: str, cfg: ReportConfi
 def pooled(per_setting: list[dict[str, pd.DataFrame]], a: str, b: str, cfg: ReportConfig
            ) -> dict[str, Any]:
     """a - b over every setting at once: the settings' [seed, question] difference matrices side
-    by side (the same seeds), one paired bootstrap over all their questions and seeds."""
-    out = {}
+    by side (the same seeds), one paired bootstrap over all their questions and seeds; the
+    accuracy verdict also with each seed left out (accuracy_stable of accuracy_stable_of)."""
+    out: dict[str, Any] = {}
     for column, key in (("correct", "accuracy"), ("reward", "reward")):
-        diffs = [paired(s[a], s[b], column, f"{a} vs {b}") for s in per_setting]
-        out.update(compare(np.concatenate(diffs, axis=1), cfg, key))
+        diff = np.concatenate([paired(s[a], s[b], column, f"{a} vs {b}") for s in per_setting],
+                              axis=1)
+        out.update(compare(diff, cfg, key))
+        if key == "accuracy":
+            loso = seed_stability(diff, cfg)
+            out["accuracy_stable"] = sum(v == out["accuracy_outcome"] for v in loso)
+            out["accuracy_stable_of"] = len(loso)
     return out
 
 
@@ -112,6 +119,12 @@ def decomposition(per_setting: dict[str, dict[str, pd.DataFrame]], cfg: ReportCo
         row["settings"] = {name: versus(s, a, b, cfg, f"{name}: {a} vs {b}")
                            for name, s in per_setting.items()}
         rows.append(row)
+    # Holm over the pooled terms of the table, one family per column
+    for key in ("accuracy", "reward"):
+        held = holm_verdicts([r["pooled"][f"{key}_outcome"] for r in rows],
+                             [r["pooled"][f"{key}_p"] for r in rows], cfg.level)
+        for r, h in zip(rows, held):
+            r["pooled"][f"{key}_outcome_holm"] = h
     return rows
 
 
@@ -120,6 +133,14 @@ def decomposition(per_setting: dict[str, dict[str, pd.DataFrame]], cfg: ReportCo
 def _ci(d: dict[str, Any], key: str) -> str:
     return (f"{100 * d[key]:+.1f} [{100 * d[key + '_lo']:+.1f}, {100 * d[key + '_hi']:+.1f}] "
             f"{d[key + '_outcome']}")
+
+
+def _pooled(d: dict[str, Any], key: str) -> str:
+    """A pooled term: its interval and verdict, the verdict after Holm over the terms, and
+    (accuracy) how many leave-one-seed-out verdicts agree."""
+    stable = (f", seed-stable {d[key + '_stable']}/{d[key + '_stable_of']}"
+              if d.get(key + "_stable_of") else "")
+    return f"{_ci(d, key)} (Holm: {d[key + '_outcome_holm']}{stable})"
 
 
 def estimator_table(rows: dict[str, dict[str, dict[str, float]]], vs_fgpo: dict[str, dict],
@@ -148,8 +169,8 @@ def decomposition_table(rows: list[dict[str, Any]]) -> str:
     lines = [head, "|" + "---|" * (3 + len(settings))]
     for r in rows:
         cells = [_ci(r["settings"][s], "accuracy") for s in settings]
-        lines.append(f"| {r['term']} | {_ci(r['pooled'], 'accuracy')} "
-                     f"| {_ci(r['pooled'], 'reward')} | " + " | ".join(cells) + " |")
+        lines.append(f"| {r['term']} | {_pooled(r['pooled'], 'accuracy')} "
+                     f"| {_pooled(r['pooled'], 'reward')} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
 
@@ -165,6 +186,13 @@ def frontier_table(frontier: pd.DataFrame) -> str:
     return "\n".join(lines)
 
 
+def _verdicts(d: dict[str, Any]) -> str:
+    extra = [f"Holm: {d['accuracy_outcome_holm']}"] if "accuracy_outcome_holm" in d else []
+    if d.get("accuracy_stable_of"):
+        extra.append(f"seed-stable {d['accuracy_stable']}/{d['accuracy_stable_of']}")
+    return d["accuracy_outcome"] + (f" ({', '.join(extra)})" if extra else "")
+
+
 def plain_reading(decomp: list[dict[str, Any]]) -> list[str]:
     """The decomposition in words, as measured: which terms are distinguishable from zero."""
     out = []
@@ -173,7 +201,7 @@ def plain_reading(decomp: list[dict[str, Any]]) -> list[str]:
     if total is None:
         return out
     out.append(f"- The pooled FGPO - GRPO test-accuracy difference is "
-               f"{100 * total['accuracy']:+.1f} points ({total['accuracy_outcome']}).")
+               f"{100 * total['accuracy']:+.1f} points ({_verdicts(total)}).")
     for key, words in (("fgpo-fgpo_std", "Removing FGPO's std normalisation (fgpo vs fgpo_std)"),
                        ("fgpo_std-grpo", "Exact enumeration at GRPO's normalisation "
                                          "(fgpo_std vs grpo)"),
@@ -186,7 +214,7 @@ def plain_reading(decomp: list[dict[str, Any]]) -> list[str]:
                      if total["accuracy_outcome"] != "tie" else "")  # a tie is no share
             out.append(f"- {words}: {100 * d['accuracy']:+.1f} points "
                        f"[{100 * d['accuracy_lo']:+.1f}, {100 * d['accuracy_hi']:+.1f}]"
-                       f"{share}; {d['accuracy_outcome']}.")
+                       f"{share}; {_verdicts(d)}.")
     return out
 
 
@@ -235,7 +263,8 @@ def render(ran: AblationRun, rows: dict, vs_fgpo: dict, terms: list[dict],
         "",
         "Two paths of single changes from GRPO to FGPO; on each, the terms add up to the "
         "total exactly (per test cell). Test accuracy (points), pooled over the settings and "
-        "per setting.",
+        "per setting. Pooled terms: the verdict after Holm's adjustment over the terms of the "
+        "column, and how many verdicts recomputed with one seed left out equal the full one.",
         "",
         decomposition_table(terms) if terms else "(the decomposition needs fgpo, grpo, "
         "fgpo_std and dr_grpo among ablation.estimators)",

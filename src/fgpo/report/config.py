@@ -25,7 +25,7 @@ class ReportConfig:
     """`report:` section of params.yaml."""
 
     compare: list[str] = field(default_factory=lambda: [EXACT, SAMPLED])
-    """The headline pair [exact, sampled]: the paired difference, McNemar, the sampled
+    """The headline pair [exact, sampled]: the paired difference, its stability and CMH test, the sampled
     schedule's budget against the exact method's table and the zero-signal columns compare
     these two, e.g. [fgpo, dr_grpo]. Both must be in train.methods; the exact one must read
     the whole table (its metrics carry budget/table_cells_train)."""

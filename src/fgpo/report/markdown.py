@@ -14,7 +14,7 @@ from fgpo.benchmarks import evidence
 from fgpo.benchmarks.config import ImportConfig, PrepareConfig
 from fgpo.report.config import ReportConfig
 from fgpo.report.data import BASELINES, SettingData, family_methods
-from fgpo.report.numbers import FLAT, Interval, Overall, SettingRow
+from fgpo.report.numbers import FLAT, Group, Interval, Overall, SettingRow
 from fgpo.report.paper import PAPER
 from fgpo.tools.toolset import ToolsConfig
 
@@ -43,14 +43,16 @@ def _level(cfg: ReportConfig | None) -> str:
 def settings_table(rows: list[SettingRow], links: dict[str, str] | None = None,
                    cfg: ReportConfig | None = None) -> str:
     """Test accuracy per setting: every method at its checkpoint, the compared pair's paired
-    difference with its interval and verdict, McNemar's p, and the table's fixed policies."""
+    difference with its interval, its verdict unadjusted and after Holm's adjustment over the
+    settings, how many leave-one-seed-out verdicts agree, the seed-stratified CMH p, and the
+    table's fixed policies."""
     methods = list(rows[0].methods) if rows else list((cfg or ReportConfig()).compare)
     a, b = (rows[0].headline.exact, rows[0].headline.sampled) if rows else \
         tuple((cfg or ReportConfig()).compare)
     head = (f"| reasoner | benchmark | {_heads(methods)} | {a.upper()} − {b.upper()} "
-            f"[{_level(cfg)} CI] | outcome | McNemar p | no tools | all tools | chance | "
-            "family best | oracle (bound) |")
-    sep = f"|---|---|{'---:|' * len(methods)}---:|---|---:|---:|---:|---:|---:|---:|"
+            f"[{_level(cfg)} CI] | outcome | Holm | seed-stable | CMH p | no tools | all tools | "
+            "chance | family best | oracle (bound) |")
+    sep = f"|---|---|{'---:|' * len(methods)}---:|---|---|---:|---:|---:|---:|---:|---:|---:|"
     if links is not None:
         head, sep = head + " MLflow |", sep + "---|"
     lines = [head, sep]
@@ -59,7 +61,7 @@ def settings_table(rows: list[SettingRow], links: dict[str, str] | None = None,
                     r.methods[m].seeds) for m in methods]
         line = (f"| {r.reasoner} | {r.benchmark} | " + "".join(f"{x} | " for x in accs) +
                 f"{_ci(r.headline.accuracy)} pt | {r.headline.accuracy.outcome} | "
-                f"{r.headline.mcnemar_p:.3g} | "
+                f"{r.headline.accuracy.holm or '—'} | {_stable(r)} | {r.headline.cmh_p:.3g} | "
                 + " | ".join(f"{r.baselines[f'{k}_accuracy']:.3f}"
                              for k in ("no_tools", "all_tools", "chance", "family_best",
                                        "oracle")) + " |")
@@ -69,12 +71,40 @@ def settings_table(rows: list[SettingRow], links: dict[str, str] | None = None,
     return "\n".join(lines)
 
 
+def _stable(r: SettingRow) -> str:
+    """`agree/of` leave-one-seed-out verdicts equal to the full one (— with one seed)."""
+    h = r.headline
+    return f"{h.stable}/{len(h.leave_one_out)}" if h.leave_one_out else "—"
+
+
 def outcome_line(o: Overall, cfg: ReportConfig | None = None) -> str:
     return (f"{o.exact.upper()}'s test accuracy is significantly higher (paired {_level(cfg)} "
             f"interval above zero) in {o.accuracy.wins}, indistinguishable in {o.accuracy.ties} "
             f"and significantly lower in {o.accuracy.losses} of {o.settings} settings; mean "
             f"difference {100 * o.mean_diff:+.2f} points (from {100 * o.min_diff:+.1f} to "
             f"{100 * o.max_diff:+.1f}).")
+
+
+def _group_line(name: str, g: Group, exact: str) -> str:
+    c = g.across
+    interval = ("" if math.isnan(c.lo) else
+                f" [{100 * c.lo:+.2f}, {100 * c.hi:+.2f}] ({100 * c.level:g}% t interval over "
+                "settings)")
+    return (f"| {name} | {len(g.names)} | {g.accuracy.wins} / {g.accuracy.ties} / "
+            f"{g.accuracy.losses} | {g.holm.wins} / {g.holm.ties} / {g.holm.losses} | "
+            f"{g.stable} of {len(g.names)} | {100 * c.mean:+.2f}{interval} | "
+            f"{c.positive} of {c.positive + c.negative}: p = {c.sign_p:.2g} |")
+
+
+def across_table(o: Overall) -> str:
+    """The verdicts over settings: every setting, and the settings no study tuned on."""
+    a = o.exact.upper()
+    lines = [f"| settings | n | {a} wins / ties / losses | after Holm | verdict seed-stable | "
+             f"mean {a} − {o.sampled.upper()} (pt) | settings favouring {a}: sign test |",
+             "|---|---:|---|---|---|---|---|", _group_line("all", o.everywhere, o.exact)]
+    if o.held_out is not None:
+        lines.append(_group_line("not tuned on", o.held_out, o.exact))
+    return "\n".join(lines)
 
 
 def reward_tools_table(rows: list[SettingRow], cfg: ReportConfig | None = None) -> str:
@@ -264,9 +294,12 @@ def paper_table(o: Overall) -> str:
     lines = ["| quantity | paper | this run |", "|---|---|---|",
              f"| settings where {a}'s mean test accuracy is higher | {PAPER['wins']} | "
              f"{o.exact_higher_mean} of {o.settings} |",
-             f"| settings where {a} is significantly higher / tied / lower (paired 95% CI over "
-             "test questions and seeds) | not reported | "
-             f"{o.accuracy.wins} / {o.accuracy.ties} / {o.accuracy.losses} |",
+             f"| settings where {a} is significantly higher / tied / lower (paired "
+             f"{100 * o.everywhere.across.level:g}% CI over test questions and seeds; after "
+             "Holm over settings) | not reported | "
+             f"{o.accuracy.wins} / {o.accuracy.ties} / {o.accuracy.losses}; "
+             f"{o.everywhere.holm.wins} / {o.everywhere.holm.ties} / "
+             f"{o.everywhere.holm.losses} |",
              f"| mean / max {a} − {b} test accuracy | {PAPER['mean_diff']} / "
              f"{PAPER['max_diff']} pt | {100 * o.mean_diff:+.2f} / "
              f"{100 * o.max_diff:+.2f} pt |",
@@ -385,14 +418,28 @@ def render_summary(rows: list[SettingRow], overall: Overall, fam: pd.DataFrame,
         "mean ± spread over seeds. The difference is paired: both methods answer the same test "
         f"questions under the same seeds, and its {level} interval comes from a two-way "
         f"bootstrap ({cfg.n_boot:,} replicates) that resamples test questions and seeds. "
-        "*win* / *loss*: the interval excludes zero; *tie* otherwise. McNemar's exact test on "
-        "the paired correctness is shown beside it. Fixed policies from the reward table: no "
+        "*win* / *loss*: the interval excludes zero; *tie* otherwise. *Holm*: the verdict "
+        f"after Holm's step-down adjustment of the bootstrap p-values over the {overall.settings}"
+        " settings (family-wise error rate at the same level). *Seed-stable*: how many of the "
+        "verdicts recomputed with one seed left out equal the full one; a verdict that is not "
+        "stable hangs on one training run, and may differ on another CPU, where float noise "
+        "moves sampled runs onto other trajectories. *CMH p*: the Cochran-Mantel-Haenszel test "
+        "of correctness by method stratified by seed (each seed its own 2 × 2 table over the "
+        "test questions; unadjusted): it asks whether, within these trained runs, one method is "
+        "right more often, and so says nothing about another seed's run; a small CMH p beside "
+        "an interval that reaches zero means the runs differ but their seed-to-seed spread "
+        "hides the direction. Fixed policies from the reward table: no "
         "tools, all tools, chance (a uniformly random subset, expected), the per-family best "
         "fixed subset (the best subset for each question family, chosen on train), and the "
         "per-question oracle: an upper bound that picks each question's best subset after "
         "seeing its answers (including lucky guesses of the no-evidence fallback), not a "
         "reachable target.",
         settings_table(rows, cfg=cfg), outcome_line(overall, cfg),
+        "Over settings, each setting one observation: the verdicts, the mean difference with a "
+        "Student t interval over settings, and a two-sided sign test of how many settings "
+        f"favour {a}" + (" (also without the settings the tuning studies ran on, whose "
+                         "values were chosen on them)." if overall.held_out else "."),
+        across_table(overall),
         "## Test reward and tools",
         "Reward = correct − tool cost × tools, the quantity both methods maximise. Each method's "
         "greedy choice, and in brackets its expectation under the policy. *vs family best*: the "

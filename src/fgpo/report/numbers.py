@@ -9,8 +9,8 @@ hand-made data.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, replace
+from typing import Any, Sequence
 
 import numpy as np
 import pandas as pd
@@ -18,7 +18,8 @@ import pandas as pd
 from fgpo.errors import InputError
 from fgpo.report.config import ReportConfig
 from fgpo.report.data import BASELINES, SettingData, mean_curve
-from fgpo.report.paired import mcnemar, paired_bootstrap, verdict
+from fgpo.report.paired import (Across, across_settings, cmh_by_seed, holm_verdicts,
+                                leave_one_seed_out, paired_bootstrap, verdict)
 
 # ---- paired test-set scores -----------------------------------------------------------------
 
@@ -128,22 +129,35 @@ def evals_to_target(fgpo: pd.DataFrame, grpo: pd.DataFrame, n_val: int
 
 @dataclass
 class Interval:
-    """A paired difference: mean, bootstrap interval and verdict (win | tie | loss)."""
+    """A paired difference: mean, bootstrap interval, verdict (win | tie | loss), the
+    bootstrap's two-sided p and the verdict after Holm's adjustment over the comparisons of its
+    table (`with_holm`; "" until then)."""
 
     mean: float
     lo: float
     hi: float
     outcome: str
+    p: float = 1.0
+    holm: str = ""
 
     def flat(self, prefix: str) -> dict[str, Any]:
-        return {prefix: self.mean, f"{prefix}_lo": self.lo, f"{prefix}_hi": self.hi,
-                f"{prefix}_outcome": self.outcome}
+        out = {prefix: self.mean, f"{prefix}_lo": self.lo, f"{prefix}_hi": self.hi,
+               f"{prefix}_outcome": self.outcome, f"{prefix}_p": self.p}
+        if self.holm:
+            out[f"{prefix}_outcome_holm"] = self.holm
+        return out
 
 
 def interval(diff: np.ndarray, cfg: ReportConfig) -> Interval:
-    """Mean difference, paired bootstrap interval and verdict."""
+    """Mean difference, paired bootstrap interval, verdict and p."""
     iv = paired_bootstrap(diff, cfg.n_boot, cfg.level, cfg.bootstrap_seed)
-    return Interval(iv.mean, iv.lo, iv.hi, verdict(iv))
+    return Interval(iv.mean, iv.lo, iv.hi, verdict(iv), iv.p)
+
+
+def seed_stability(diff: np.ndarray, cfg: ReportConfig) -> list[str]:
+    """The verdict on `diff` [S, Q] with each seed left out in turn ([] with one seed)."""
+    return [verdict(iv) for iv in leave_one_seed_out(diff, cfg.n_boot, cfg.level,
+                                                      cfg.bootstrap_seed)]
 
 
 TEST_KEYS = ("accuracy", "reward", "expected_accuracy", "expected_reward", "tools_per_question",
@@ -173,10 +187,16 @@ class Headline:
     sampled: str
     accuracy: Interval
     reward: Interval
-    exact_only: int
-    """McNemar: (seed, question) cells only the exact method answers right."""
-    sampled_only: int
-    mcnemar_p: float
+    leave_one_out: list[str]
+    """The accuracy verdict with each seed left out in turn (seed order; [] with one seed)."""
+    cmh_p: float
+    """Cochran-Mantel-Haenszel p of correctness by method, stratified by seed."""
+    cmh_odds_ratio: float
+
+    @property
+    def stable(self) -> int:
+        """Leave-one-seed-out verdicts that equal the full one."""
+        return sum(v == self.accuracy.outcome for v in self.leave_one_out)
 
 
 @dataclass
@@ -240,7 +260,8 @@ class SettingRow:
 
     def flat(self) -> dict[str, Any]:
         """The row under slash-namespaced keys (metrics/summary.json, under settings/<name>/),
-        the compared pair's names in them: diff/test/accuracy, mcnemar/<exact>_only, ..."""
+        the compared pair's names in them: diff/test/accuracy, schedule/<sampled>_reward_evals,
+        ..."""
         a, b = self.headline.exact, self.headline.sampled
         out: dict[str, Any] = {"reasoner": self.reasoner, "benchmark": self.benchmark}
         out.update({f"baseline/test/{k}": v for k, v in self.baselines.items()})
@@ -255,8 +276,10 @@ class SettingRow:
         out.update(h.accuracy.flat("diff/test/accuracy"))
         out.update(h.reward.flat("diff/test/reward"))
         out["outcome"] = h.accuracy.outcome
-        out.update({f"mcnemar/{a}_only": h.exact_only, f"mcnemar/{b}_only": h.sampled_only,
-                    "mcnemar/p": h.mcnemar_p})
+        out["outcome_holm"] = h.accuracy.holm
+        out.update({"stability/agree": h.stable, "stability/of": len(h.leave_one_out),
+                    "stability/verdicts": list(h.leave_one_out),
+                    "cmh/p": h.cmh_p, "cmh/odds_ratio": h.cmh_odds_ratio})
         g = self.budget
         out.update({"schedule/epochs": g.epochs, "schedule/group_size": g.group_size,
                     "schedule/subsets": g.subsets, f"schedule/{b}_reward_evals": g.reward_evals,
@@ -307,13 +330,13 @@ def setting_numbers(s: SettingData, cfg: ReportConfig) -> SettingRow:
         methods[m] = MethodRow(test, met["checkpoint/epoch"], len(met.get("seeds", [0])), vs,
                                last_epoch_change(s.curves[m]))
     # ---- the headline: exact - sampled, paired over test questions and seeds ----
-    a_only, b_only, p = mcnemar(score_matrix(s.selections[exact], "correct").to_numpy() > 0,
-                                score_matrix(s.selections[sampled], "correct").to_numpy() > 0)
+    diff = paired(s.selections[exact], s.selections[sampled], "correct", s.name)
+    right = [score_matrix(s.selections[m], "correct") for m in (exact, sampled)]
+    cmh = cmh_by_seed(right[0].to_numpy() > 0, right[1][right[0].columns].to_numpy() > 0)
     headline = Headline(
-        exact, sampled,
-        interval(paired(s.selections[exact], s.selections[sampled], "correct", s.name), cfg),
+        exact, sampled, interval(diff, cfg),
         interval(paired(s.selections[exact], s.selections[sampled], "reward", s.name), cfg),
-        a_only, b_only, p)
+        seed_stability(diff, cfg), cmh.p, cmh.odds_ratio)
     # ---- budgets: the declared sampled schedule against the table, and evaluations to target ----
     n_train = int(s.table_stats["train/n_questions"])
     visits, evals = float(g["budget/question_visits"]), float(g["budget/reward_evals"])
@@ -357,6 +380,26 @@ over the last epoch (one point of reward; the curves' seed spread is of that ord
 
 # ---- across settings ------------------------------------------------------------------------
 
+def with_holm(rows: list[SettingRow], cfg: ReportConfig) -> list[SettingRow]:
+    """The rows with every table's verdicts Holm-adjusted over its settings (one family per
+    column: the headline's accuracy, its reward, and each method against the per-family best on
+    reward and on accuracy); the unadjusted verdicts stay beside them."""
+    def adjust(ivs: list[Interval]) -> list[Interval]:
+        held = holm_verdicts([i.outcome for i in ivs], [i.p for i in ivs], cfg.level)
+        return [replace(i, holm=h) for i, h in zip(ivs, held)]
+
+    acc = adjust([r.headline.accuracy for r in rows])
+    rew = adjust([r.headline.reward for r in rows])
+    out = [replace(r, headline=replace(r.headline, accuracy=a, reward=w), methods=dict(r.methods))
+           for r, a, w in zip(rows, acc, rew)]
+    for m in (rows[0].methods if rows else {}):
+        for key in ("reward", "accuracy"):
+            for r, iv in zip(out, adjust([r.methods[m].vs_family_best[key] for r in out])):
+                r.methods[m] = replace(r.methods[m],
+                                       vs_family_best={**r.methods[m].vs_family_best, key: iv})
+    return out
+
+
 @dataclass
 class Tally:
     """Settings where the exact method of the pair is significantly higher / tied / lower."""
@@ -366,12 +409,53 @@ class Tally:
     losses: int
 
 
+def _holm_tally(intervals: list[Interval]) -> Tally:
+    return _tally([i.holm or i.outcome for i in intervals])
+
+
+@dataclass
+class Group:
+    """The compared pair over a group of settings (all of them, or those no study tuned on),
+    each setting one observation."""
+
+    names: list[str]
+    accuracy: Tally
+    holm: Tally
+    """Verdicts after Holm's adjustment over all the report's settings."""
+    stable: int
+    """Settings whose every leave-one-seed-out verdict equals the full one."""
+    across: Across
+    """Sign test and t interval of the per-setting accuracy differences."""
+
+    def flat(self, prefix: str, exact: str) -> dict[str, Any]:
+        c = self.across
+        return {f"{prefix}/settings": len(self.names), f"{prefix}/{exact}_wins": self.accuracy.wins,
+                f"{prefix}/ties": self.accuracy.ties,
+                f"{prefix}/{exact}_losses": self.accuracy.losses,
+                f"{prefix}/holm_{exact}_wins": self.holm.wins, f"{prefix}/holm_ties": self.holm.ties,
+                f"{prefix}/holm_{exact}_losses": self.holm.losses,
+                f"{prefix}/stable": self.stable, f"{prefix}/mean_diff": c.mean,
+                f"{prefix}/mean_diff_lo": c.lo, f"{prefix}/mean_diff_hi": c.hi,
+                f"{prefix}/{exact}_higher": c.positive, f"{prefix}/{exact}_lower": c.negative,
+                f"{prefix}/sign_p": c.sign_p}
+
+
+def group(rows: list[SettingRow], level: float) -> Group:
+    """`Group` of `rows` (non-empty)."""
+    acc = [r.headline.accuracy for r in rows]
+    return Group([r.name for r in rows], _tally([i.outcome for i in acc]), _holm_tally(acc),
+                 sum(r.headline.stable == len(r.headline.leave_one_out) for r in rows),
+                 across_settings([i.mean for i in acc], level))
+
+
 @dataclass
 class MethodOverall:
     """One method across settings."""
 
     family_best: dict[str, Tally]
     """reward, accuracy -> significant wins and losses against the per-family best subset."""
+    family_best_holm: dict[str, Tally]
+    """The same after Holm's adjustment over the settings."""
     checkpoint_epoch: float
     entropy: float
     last_epoch_change: float
@@ -398,8 +482,13 @@ class Overall:
     min_diff: float
     exact_higher_mean: int
     """Settings where the exact method's mean test accuracy is higher."""
-    mcnemar_p05: int
+    cmh_p05: int
+    """Settings whose seed-stratified CMH p is below 0.05 (unadjusted)."""
     mean_reward_diff: float
+    everywhere: Group
+    """Every setting: Holm verdicts, stability, sign test, interval over settings."""
+    held_out: Group | None
+    """The settings no tuning study ran on (None when nothing was tuned)."""
     methods: dict[str, MethodOverall]
     mean_family_best_tools: float
     schedule: Budget
@@ -426,12 +515,17 @@ class Overall:
         out.update({"overall/mean_diff": self.mean_diff, "overall/max_diff": self.max_diff,
                     "overall/min_diff": self.min_diff,
                     f"overall/{a}_higher_mean": self.exact_higher_mean,
-                    "overall/mcnemar_p05": self.mcnemar_p05,
+                    "overall/cmh_p05": self.cmh_p05,
                     "overall/mean_reward_diff": self.mean_reward_diff})
+        out.update(self.everywhere.flat("overall", a))
+        if self.held_out is not None:
+            out.update(self.held_out.flat("held_out", a))
         for m, r in self.methods.items():
             for key in ("reward", "accuracy"):
                 out[f"family_best/{m}/{key}_wins"] = r.family_best[key].wins
                 out[f"family_best/{m}/{key}_losses"] = r.family_best[key].losses
+                out[f"family_best/{m}/{key}_holm_wins"] = r.family_best_holm[key].wins
+                out[f"family_best/{m}/{key}_holm_losses"] = r.family_best_holm[key].losses
             out.update({f"mean/{m}/checkpoint/epoch": r.checkpoint_epoch,
                         f"mean/{m}/test/entropy": r.entropy,
                         f"mean/{m}/val/last_epoch_change": r.last_epoch_change,
@@ -466,8 +560,11 @@ def _tally(outcomes: list[str]) -> Tally:
     return Tally(outcomes.count("win"), outcomes.count("tie"), outcomes.count("loss"))
 
 
-def overall_numbers(rows: list[SettingRow]) -> Overall:
-    """Across settings: significant wins/ties/losses, differences, budgets, baselines, means."""
+def overall_numbers(rows: list[SettingRow], tuned_on: Sequence[str] = (),
+                    level: float = 0.95) -> Overall:
+    """Across settings: significant wins/ties/losses, differences, budgets, baselines, means;
+    the same for the settings not in `tuned_on` (the tuning studies' 'reasoner/benchmark');
+    `level` of the interval over settings."""
     diffs = np.array([r.headline.accuracy.mean for r in rows])
     exact, sampled = rows[0].headline.exact, rows[0].headline.sampled
     methods = {}
@@ -476,6 +573,8 @@ def overall_numbers(rows: list[SettingRow]) -> Overall:
         change = [p.last_epoch_change for p in per]
         methods[m] = MethodOverall(
             {key: _tally([p.vs_family_best[key].outcome for p in per])
+             for key in ("reward", "accuracy")},
+            {key: _holm_tally([p.vs_family_best[key] for p in per])
              for key in ("reward", "accuracy")},
             float(np.mean([p.checkpoint_epoch for p in per])),
             float(np.mean([p.test["entropy"] for p in per])),
@@ -514,8 +613,10 @@ def overall_numbers(rows: list[SettingRow]) -> Overall:
         exact, sampled, len(rows), _tally([r.headline.accuracy.outcome for r in rows]),
         _tally([r.headline.reward.outcome for r in rows]), float(diffs.mean()),
         float(diffs.max()), float(diffs.min()), int((diffs > 0).sum()),
-        sum(r.headline.mcnemar_p < 0.05 for r in rows),
-        float(np.mean([r.headline.reward.mean for r in rows])), methods,
+        sum(r.headline.cmh_p < 0.05 for r in rows),
+        float(np.mean([r.headline.reward.mean for r in rows])), group(rows, level),
+        group(held, level) if (held := [r for r in rows if r.name not in set(tuned_on)])
+        and len(held) < len(rows) else None, methods,
         float(np.mean([r.baselines["family_best_tools"] for r in rows])), schedule,
         len(ratios) > 1, sum(len(g.targets) for g in budgets), len(reached),
         float(np.median(reached)) if reached else None, zero, per_benchmark)

@@ -27,7 +27,7 @@ from fgpo.report.data import SettingData, SplitTable
 from fgpo.report.markdown import outcome_line, render_summary, settings_table, what_ran
 from fgpo.report.numbers import (Overall, SettingRow, best_so_far, family_accuracy,
                                  overall_numbers, setting_numbers, subset_choice, summary_metrics,
-                                 tuning_numbers)
+                                 tuning_numbers, with_holm)
 from fgpo.rewards.data import table_path
 from fgpo.rewards.table import TableSettings, load_reward_table
 from fgpo.seqio import atomic_write_text, read_parquet
@@ -136,8 +136,14 @@ def main(params: Path = DEFAULT_PARAMS, data: Path = Path("data"),
     benchmarks = load_prepare(params).names
     settings = [load_setting(r, b, methods, tools_cfg, data, metrics, plots)
                 for r in reasoners for b in benchmarks]
-    rows = [setting_numbers(s, cfg) for s in settings]
-    overall = overall_numbers(rows)
+    tune = read_params(params).get("tune") or {}
+    tuned_path = tune_dir / "tuned.yaml"
+    tuned = (yaml.safe_load(tuned_path.read_text()) or {}) if tuned_path.exists() else {}
+    # the settings a study chose values on; the headline is also shown without them
+    tuned_on = list(tune.get("settings") or []) if tune.get("apply") and any(
+        tuned.values()) else []
+    rows = with_holm([setting_numbers(s, cfg) for s in settings], cfg)
+    overall = overall_numbers(rows, tuned_on, cfg.level)
     fam = pd.concat([family_accuracy(s) for s in settings], ignore_index=True)
     if links_only:
         write_links(settings, rows, cfg, data, out)
@@ -155,15 +161,12 @@ def main(params: Path = DEFAULT_PARAMS, data: Path = Path("data"),
     ran = what_ran(load_prepare(params), tools_cfg, read_params(params).get("train") or {},
                    settings)
     trials = read_trials(tune_dir / "trials.csv")
-    tuned = tune_dir / "tuned.yaml"
-    tuning = tuning_numbers(trials, (yaml.safe_load(tuned.read_text()) or {})
-                            if tuned.exists() else {})
+    tuning = tuning_numbers(trials, tuned)
     shown = dict(FIGURES)
     if tuning:
         shown[TUNING_FIGURE[0]] = TUNING_FIGURE[1]
         figures.tuning_curves(best_so_far(trials), out / TUNING_FIGURE[1])
-    summary = render_summary(rows, overall, fam, ran, shown, cfg, tuning,
-                             read_params(params).get("tune") or {})
+    summary = render_summary(rows, overall, fam, ran, shown, cfg, tuning, tune)
     atomic_write_text(summary, out / "summary.md")
     atomic_write_text(json.dumps(summary_metrics(rows, overall), indent=1) + "\n",
                       metrics / "summary.json")
