@@ -46,6 +46,7 @@ bench: install
 	$(BIN)/python bench/bench_tools.py
 	$(BIN)/python bench/bench_reward_tables.py
 	$(BIN)/python bench/bench_train.py
+	$(BIN)/python bench/bench_setting.py
 	$(BIN)/python bench/summarize.py
 
 clean:

@@ -1,7 +1,8 @@
 """Merge the bench scripts' results into reports/bench.json and a short reports/bench.md.
 
 Inputs (written by `make bench` in the same run): reports/bench_tools.json,
-reports/bench_reward_tables.json, reports/bench_train.json, and reports/repro_time.json (the
+reports/bench_reward_tables.json, reports/bench_train.json, reports/bench_setting.json, and
+reports/repro_time.json (the
 whole default `dvc repro`, timed by `make run`; absent until a `make run` rebuilt something).
 Committed inputs: reports/repro_time_baseline.json (the same timing of the code before the
 training engine) and reports/repro_time_engine.json (after it, under the same 60-step protocol),
@@ -60,6 +61,27 @@ def training_phase(base: dict, rep: dict) -> list[str]:
     return lines
 
 
+def setting_section(s: dict | None) -> list[str]:
+    """One setting's train stage, whole, under each way of running it (bench/bench_setting.py)."""
+    if not s:
+        return []
+    lines = ["", f"## One setting's train stage, whole ({s['setting']}, {s['runs']} runs: "
+             f"{len(s['methods'])} methods x {s['seeds']} seeds, no MLflow)", "",
+             "| variant | threads per run | workers | projection cache | seconds | s per run | "
+             "before / this |", "|---|---:|---:|---|---:|---:|---:|"]
+    for v in s["variants"]:
+        lines.append(f"| {v['name']} | {v['threads']} | {v['workers']} | "
+                     f"{'yes' if v['cache_frozen_projections'] else 'no'} | {v['seconds']:.1f} | "
+                     f"{v['s_per_run']:.1f} | **{v['before_over_this']:.2f}x** |")
+    first, last = s["variants"][0], s["variants"][-1]
+    old = first["seconds"] * 3 / s["seeds"]  # the stage as it was: three seeds, before
+    lines += ["", f"The stage as the pipeline runs it now ({s['seeds']} seeds, the last row) "
+              f"takes {last['seconds']:.0f} s; as it ran before (3 seeds, the first row's runs "
+              f"scaled to three seeds) {old:.0f} s: {last['seconds'] / old:.2f}x the time for "
+              f"{s['seeds'] / 3:.2f}x the seeds."]
+    return lines
+
+
 def markdown(b: dict) -> str:
     lines = ["# Benchmarks (`make bench`)", "",
              f"One run on {b['machine']['cpus']} CPU(s), Python {b['machine']['python']}; "
@@ -98,6 +120,7 @@ def markdown(b: dict) -> str:
                          f"{100 * f['over_backbone']:.1f}% |")
         lines.append(f"\nBackbone forward + backward: {1000 * t['backbone_s_per_step']:.0f} ms "
                      f"per batch of {t['batch']}.")
+    lines += setting_section(b.get("setting"))
     steps = (t or {}).get("step_times", []) + (b.get("train_gpu") or {}).get("step_times", [])
     if steps:
         lines += ["", "## The frozen-layer cache: milliseconds per optimiser step", "",
@@ -175,6 +198,7 @@ def main() -> None:
              or {"cpus": None, "python": None},
              "tools": tools, "reward_tables": load("bench_reward_tables.json"),
              "train": load("bench_train.json"), "train_gpu": load("bench_train_gpu.json"),
+             "setting": load("bench_setting.json"),
              "repro": load("repro_time.json"),
              "repro_baseline": load("repro_time_baseline.json"),
              "repro_engine": load("repro_time_engine.json"),

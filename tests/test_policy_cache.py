@@ -36,6 +36,7 @@ def own_cache_dir(tmp_path, monkeypatch):
     """Each test its own on-disk cache and an empty in-process one."""
     monkeypatch.setenv("FGPO_CACHE_DIR", str(tmp_path / "cache"))
     encoder._FROZEN.clear()
+    encoder._PROJ.clear()
 
 
 def _moved(cfg: PolicyConfig, questions, seed: int = 0) -> EncoderPolicy:
@@ -52,11 +53,18 @@ def _moved(cfg: PolicyConfig, questions, seed: int = 0) -> EncoderPolicy:
     return p.eval()
 
 
-@pytest.mark.parametrize("layers", [[5], [4, 5], [2, 5]])
-def test_cached_log_probs_and_gradients_equal_the_full_forward(questions, layers):
-    full = _moved(PolicyConfig(lora_layers=layers, cache_frozen_layers=False), questions)
-    cached = _moved(PolicyConfig(lora_layers=layers, cache_frozen_layers=True), questions)
+@pytest.mark.parametrize("layers, targets", [([5], ["query", "value"]),
+                                             ([4, 5], ["query", "value"]),
+                                             ([2, 5], ["query", "value"]),
+                                             ([5], ["query", "key", "value"])])
+def test_cached_log_probs_and_gradients_equal_the_full_forward(questions, layers, targets):
+    full = _moved(PolicyConfig(lora_layers=layers, lora_target_modules=targets,
+                               cache_frozen_layers=False), questions)
+    cached = _moved(PolicyConfig(lora_layers=layers, lora_target_modules=targets,
+                                 cache_frozen_layers=True), questions)
     assert full.frozen is None and cached.frozen is not None and cached.start == min(layers)
+    # the first adapted layer's q/k/v base outputs are cached too: [3, questions, tokens, 384]
+    assert full.proj is None and cached.proj.shape == (3, *cached.frozen.shape)
     idx = torch.arange(len(questions))  # the batch is trimmed to its longest input
     a, b = full.log_probs(idx), cached.log_probs(idx)
     assert a.std() > 1e-3  # not uniform: the comparison sees the weights
@@ -67,7 +75,7 @@ def test_cached_log_probs_and_gradients_equal_the_full_forward(questions, layers
     (a * weights).sum().backward()
     (b * weights).sum().backward()
     grads = {n: q.grad for n, q in full.named_parameters() if q.requires_grad}
-    assert len(grads) == 1 + 2 * 2 * len(layers) + 1  # head W, b + A, B of query, value
+    assert len(grads) == 1 + 2 * len(targets) * len(layers) + 1  # head W, b + each A, B
     for n, q in cached.named_parameters():
         if q.requires_grad:
             assert grads[n].abs().max() > 0, n

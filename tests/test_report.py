@@ -382,10 +382,24 @@ def test_tuning_numbers_best_so_far_and_section_by_hand():
     best = best_so_far(trials)
     assert best[best.method == "fgpo"]["best"].tolist() == [0.5, 0.7, 0.7]
     assert best[best.method == "grpo"]["trial"].tolist() == [1, 2]   # the failed one left out
-    text = tuning_section(nums, {"settings": ["a/x", "b/y"], "epochs": 2})
-    assert "| FGPO | 3 (3) | 1,440 | 0 | 0.7000 | `learning_rate` = 0.002 |" in text
-    assert "| GRPO | 3 (2) | 1,440 | 8,640 | 0.4500 | (not written) |" in text
+    text = tuning_section(nums, {"settings": ["a/x", "b/y"], "epochs": 2, "train_seed": 100})
+    # FGPO's best (0.7) is its second of three trials, within the first two thirds: no gain
+    assert "| FGPO | 3 (3) | 1,440 | 0 | 0.7000 | 2 of 3 | +0.0000 | `learning_rate` = 0.002 |" \
+        in text
+    assert "| GRPO | 3 (2) | 1,440 | 8,640 | 0.4500 | 2 of 2 | +0.0000 | (not written) |" in text
     assert "2 epochs of every train question of each tuning setting (a/x, b/y)" in text
+    assert "trained with seed 100 (none of the evaluation seeds)" in text
+    # a study still improving: its last trial lifts the first two's best by 0.15
+    rising = trials.assign(method="rloo", state="COMPLETE", value=[0.3, 0.35, 0.5, 0, 0, 0])
+    (r,) = tuning_numbers(rising.iloc[:3], {"rloo": {}})
+    assert (r["best_at"], r["last_third_gain"]) == (3, pytest.approx(0.15))
+    # a chosen value at a bound: within 10% of the range, on the log scale for a log range
+    space = {"fgpo": {"learning_rate": {"type": "float", "low": 1e-4, "high": 1e-2, "log": True},
+                      "beta": {"type": "float", "low": 0.0, "high": 1.0}}}
+    top = tuning_numbers(trials, {"fgpo": {"learning_rate": 0.0087, "beta": 0.5}}, space)[0]
+    assert top["at_bound"] == ["learning_rate"]     # ln(87) / ln(100) = 0.97 of the range
+    assert "`learning_rate` = 0.0087 †" in tuning_section([top], {})
+    assert tuning_numbers(trials, {"fgpo": {"learning_rate": 0.002}}, space)[0]["at_bound"] == []
     assert tuning_numbers(trials.iloc[:0], {}) == []
     assert tuning_section([], {}).startswith("Not tuned")
 

@@ -527,7 +527,8 @@ def test_a_killed_setting_resumes_each_run_on_its_own(built, tmp_path):
     FGPO's finished run back (no new MLflow run, the same result) and trains only GRPO."""
     uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
     params = yaml.safe_load((built / "params.yaml").read_text())
-    params["train"].update(epochs=10, evals_per_epoch=1, checkpoint_every=1)  # GRPO: long enough
+    params["train"].update(epochs=10, evals_per_epoch=1, checkpoint_every=1,  # GRPO: long enough
+                           workers=1)  # one after another: FGPO has finished when GRPO runs
     (tmp_path / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
     cmd = _train_cmd(built, "fgpo", "grpo", params=tmp_path / "params.yaml")
     proc = subprocess.Popen(cmd, cwd=tmp_path, env=_env(MLFLOW_TRACKING_URI=uri),
@@ -560,6 +561,42 @@ def test_a_killed_setting_resumes_each_run_on_its_own(built, tmp_path):
     saved = json.loads(first)
     m = json.loads((tmp_path / "metrics/train/careful_expert/genomeqa/fgpo.json").read_text())
     assert m["test/accuracy"] == saved["final"]["test/accuracy"]
+
+
+def test_a_killed_setting_takes_its_workers_with_it_and_resumes(built, tmp_path):
+    """train.workers: 2, the stage's process SIGKILLed while both workers train: no worker
+    outlives it (each ends its MLflow run KILLED, not RUNNING for good), and the rerun
+    finishes every run."""
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    params = yaml.safe_load((built / "params.yaml").read_text())
+    params["train"].update(epochs=10, evals_per_epoch=1, checkpoint_every=1, workers=2,
+                           threads=1, seeds=[0, 1])
+    (tmp_path / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
+    cmd = _train_cmd(built, "grpo", params=tmp_path / "params.yaml")
+    proc = subprocess.Popen(cmd, cwd=tmp_path, env=_env(MLFLOW_TRACKING_URI=uri),
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.time() + 300
+    while time.time() < deadline and proc.poll() is None and sum(
+            r.info.status == "RUNNING" for r in _safe_runs(uri)) < 2:
+        time.sleep(0.2)
+    proc.kill()
+    proc.wait()
+    deadline = time.time() + 60  # the workers' SIGTERM: each ends its run, then exits
+    while time.time() < deadline and any(r.info.status == "RUNNING" for r in _runs(uri)):
+        time.sleep(0.2)
+    assert sorted(r.info.status for r in _runs(uri)) == ["KILLED", "KILLED"]
+    r = subprocess.run(cmd, cwd=tmp_path, env=_env(MLFLOW_TRACKING_URI=uri),
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr[-3000:]
+    for seed in (0, 1):
+        assert (tmp_path / f"runs/grpo/careful_expert/genomeqa/seed{seed}/result.json").exists()
+
+
+def _safe_runs(uri: str) -> list:
+    try:
+        return _runs(uri)
+    except Exception:  # noqa: BLE001 - the store is being created
+        return []
 
 
 def test_two_trainings_of_one_setting_at_once_train_and_register_once(built, tmp_path):
@@ -595,31 +632,46 @@ def test_a_bad_tuned_file_stops_fgpo_train_with_exit_2_naming_it(built, tmp_path
     assert not (tmp_path / "runs").exists() or not list((tmp_path / "runs").rglob("*.json"))
 
 
-def test_seeds_in_one_process_match_each_seed_trained_alone(built, tmp_path):
+def test_seeds_in_one_process_match_each_seed_trained_alone_and_workers_change_nothing(
+        built, tmp_path):
     """The frozen-layer cache and the backbone are shared by the runs of a process; their
-    numbers must not be: seed 1 after seed 0 (and after the other method) equals seed 1 alone."""
+    numbers must not be: seed 1 after seed 0 (and after the other method) equals seed 1 alone.
+    Two forked workers (train.workers, each run in one of them) give byte-identical outputs to
+    one process, and every run still logs one finished MLflow run (two processes writing one
+    SQLite store)."""
     params = yaml.safe_load((built / "params.yaml").read_text())
-    params["train"].update(epochs=1, evals_per_epoch=2)
-    curves, finals = {}, {}
-    for name, seeds, methods in (("together", [0, 1], ("fgpo", "grpo")),
-                                 ("alone", [1], ("grpo",))):
+    params["train"].update(epochs=1, evals_per_epoch=2, threads=1)
+    curves, finals, outputs = {}, {}, {}
+    for name, seeds, methods, workers in (("together", [0, 1], ("fgpo", "grpo"), 1),
+                                          ("alone", [1], ("grpo",), 1),
+                                          ("workers", [0, 1], ("fgpo", "grpo"), 2)):
         work = tmp_path / name
         work.mkdir()
-        params["train"]["seeds"] = seeds
+        params["train"].update(seeds=seeds, workers=workers)
         (work / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
+        tracked = name == "workers"
+        uri = f"sqlite:///{work / 'mlflow.db'}"
         r = subprocess.run(_train_cmd(built, *methods, params=work / "params.yaml")
-                           + ["--no-mlflow"], cwd=work, env=_env(), capture_output=True,
-                           text=True)
+                           + ([] if tracked else ["--no-mlflow"]), cwd=work,
+                           env=_env(MLFLOW_TRACKING_URI=uri), capture_output=True, text=True)
         assert r.returncode == 0, r.stderr[-3000:]
         curve = pd.read_csv(work / "plots/train/careful_expert/genomeqa/grpo.csv")
         curves[name] = curve[curve.seed == 1].reset_index(drop=True)
         finals[name] = json.loads((work / "runs/grpo/careful_expert/genomeqa/seed1/result.json")
                                   .read_text())["final"]
+        outputs[name] = {p.relative_to(work): p.read_bytes() for root in ("metrics", "plots")
+                         for p in sorted((work / root).rglob("*")) if p.is_file()}
+        if tracked:
+            runs = _runs(uri)
+            assert sorted((r.data.tags["method"], r.data.tags["seed"]) for r in runs) == [
+                ("fgpo", "0"), ("fgpo", "1"), ("grpo", "0"), ("grpo", "1")]
+            assert {r.info.status for r in runs} == {"FINISHED"}
     assert len(curves["alone"]) == finals["alone"]["budget/optimizer_steps"] + 1  # step 0 on
     pd.testing.assert_frame_equal(curves["together"], curves["alone"], rtol=1e-6, atol=1e-7)
     assert finals["together"].keys() == finals["alone"].keys()
     for k, v in finals["alone"].items():  # test metrics too
         assert finals["together"][k] == pytest.approx(v, rel=1e-6, abs=1e-7), k
+    assert len(outputs["workers"]) == 4 and outputs["workers"] == outputs["together"]
 
 
 @pytest.mark.slow
@@ -783,16 +835,17 @@ def test_tune_cli_writes_the_tuned_file_and_a_rerun_trains_nothing(built, tmp_pa
     """`fgpo tune` as `make tune` calls it: each method's study, tune/trials.csv and
     tune/tuned.yaml; a second call finds both studies complete and runs no trial."""
     params = yaml.safe_load((built / "params.yaml").read_text())
+    # two of the six estimators (the code paths; a seventh run of each would prove nothing),
+    # in two processes side by side (tune.workers), one trial each
     params["tune"].update(settings=["careful_expert/genomeqa"], n_trials=1, epochs=1,
-                          evals_per_epoch=1, n_startup_trials=1,
-                          storage=f"sqlite:///{tmp_path / 'tune.db'}")
+                          evals_per_epoch=1, n_startup_trials=1, methods=["fgpo", "grpo"],
+                          workers=2, storage=f"sqlite:///{tmp_path / 'tune.db'}")
     (tmp_path / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
     args = ["tune", "--params", str(tmp_path / "params.yaml"), "--data", str(built / "data")]
     r = fgpo(*args, cwd=tmp_path, MLFLOW_TRACKING_URI=f"sqlite:///{tmp_path / 'mlruns.db'}")
     assert r.returncode == 0, r.stderr[-3000:]
     tuned = yaml.safe_load((tmp_path / "tune/tuned.yaml").read_text())
-    assert set(tuned["fgpo"]) == {"learning_rate", "head_lr_mult", "beta"}
-    assert {"grpo.group_size", "grpo.clip_eps", "grpo.temperature"} <= set(tuned["grpo"])
+    assert set(tuned["fgpo"]) == set(tuned["grpo"]) == {"learning_rate", "head_lr_mult", "beta"}
     trials = pd.read_csv(tmp_path / "tune/trials.csv")
     assert trials.groupby("method").size().to_dict() == {"fgpo": 1, "grpo": 1}
     assert trials["question_visits"].nunique() == 1   # the same budget for both

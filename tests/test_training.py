@@ -372,6 +372,20 @@ def test_schedule_arithmetic_by_hand():
     assert Schedule(5, 4, 1, 1, 10).validation_steps() == [1, 2]
 
 
+def test_log_spaced_validation_is_dense_early_and_the_same_visits_for_every_method():
+    # 720 questions / 16 = 45 batches per epoch, 3 epochs = 135 batches, 12 points:
+    # 135^(k/11) = 1, 1.56, 2.44, 3.81, 5.95, 9.29, 14.5, 22.7, 35.4, 55.3, 86.4, 135, rounded,
+    # each at least one past the one before (1.56 and 2.44 both round to 2: 2, then 3)
+    fgpo = Schedule(720, 16, 3, steps_per_batch=1, evals_per_epoch=4, spacing="log")
+    grpo = Schedule(720, 16, 3, steps_per_batch=2, evals_per_epoch=4, spacing="log")
+    assert fgpo.validation_batches() == [1, 2, 3, 4, 6, 9, 15, 23, 35, 55, 86, 135]
+    assert grpo.validation_steps() == [2 * b for b in fgpo.validation_batches()]
+    assert len(fgpo.validation_steps()) == len(Schedule(720, 16, 3, 1, 4).validation_steps())
+    # six of twelve points inside the first quarter epoch (11 batches); even spacing: one
+    assert sum(b <= 11 for b in fgpo.validation_batches()) == 6
+    assert Schedule(10, 4, 1, 1, 5, "log").validation_batches() == [1, 2, 3]  # one per batch
+
+
 class _Visits:
     """A tracker that records the train rows each method is handed (through the loop's log)."""
 

@@ -42,12 +42,16 @@ def two_settings() -> dict:
 def test_params_yaml_tune_section_loads_and_every_method_searches_the_shared_settings():
     from fgpo.config import load_section
     cfg = load_section(TuneConfig, "tune", REPO / "params.yaml")
-    for m in cfg.methods:
-        names = {d.name for d in cfg.dimensions(m)}
-        assert {"learning_rate", "head_lr_mult", "beta"} <= names
-    assert {"grpo.group_size", "grpo.clip_eps", "grpo.temperature"} <= {
-        d.name for d in cfg.dimensions("grpo")}
-    assert not any(d.name.startswith("grpo.") for d in cfg.dimensions("fgpo"))
+    from fgpo.train.config import TrainConfig
+    from fgpo.train.estimators import ESTIMATORS
+    assert set(cfg.methods) == set(ESTIMATORS)      # every estimator its own study
+    # the same dimensions and ranges for every one: equal trials are an equal search
+    spaces = {m: [(d.name, d.low, d.high, d.log) for d in cfg.dimensions(m)]
+              for m in cfg.methods}
+    assert {d[0] for d in spaces["fgpo"]} == {"learning_rate", "head_lr_mult", "beta"}
+    assert all(v == spaces["fgpo"] for v in spaces.values())
+    # trials train with a seed none of the evaluation runs use
+    assert cfg.train_seed not in load_section(TrainConfig, "train", REPO / "params.yaml").seeds
 
 
 @pytest.mark.parametrize("change, field", [
@@ -64,6 +68,8 @@ def test_params_yaml_tune_section_loads_and_every_method_searches_the_shared_set
     ({"n_trials": 2.5}, "tune.n_trials"),
     ({"epochs": -1}, "tune.epochs"),
     ({"n_startup_trials": -1}, "tune.n_startup_trials"),
+    ({"train_seed": -1}, "tune.train_seed"),
+    ({"workers": 0}, "tune.workers"),
     ({"space": {"fgpo": {**SHARED, "beta": {"type": "float", "low": 0.1, "high": 0.01}},
                 "grpo": SHARED}}, "tune.space.fgpo.beta"),  # empty range, named in full
 ])
@@ -107,6 +113,13 @@ def test_every_method_gets_the_same_trials_and_budget_and_a_resume_repeats_nothi
     # and a study at its count runs nothing
     same = run_tune("fgpo", tiny_cfg(tiny_backbone), tune_config(n_trials=3), data, storage)
     assert len(same.trials) == 3
+
+
+def test_a_trial_seed_among_the_evaluation_seeds_is_refused(tiny_backbone, tmp_path):
+    with pytest.raises(InputError, match="evaluated on the runs they were chosen on") as exc:
+        run_tune("fgpo", tiny_cfg(tiny_backbone, seeds=[0, 100]), tune_config(train_seed=100),
+                 two_settings(), f"sqlite:///{tmp_path / 'tune.db'}", tracking=False)
+    assert exc.value.field == "tune.train_seed"
 
 
 def test_a_study_with_another_budget_is_refused(tiny_backbone, tmp_path):

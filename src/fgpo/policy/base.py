@@ -46,6 +46,11 @@ class PolicyConfig:
     per step. Same log-probabilities and gradients to float tolerance
     (tests/test_policy_cache.py); `make bench` measures the speed-up. No effect when
     lora_layers is [] (every layer adapted). causal_lm: must be false (see __post_init__)."""
+    cache_frozen_projections: bool = True
+    """encoder, with cache_frozen_layers: also keep the lowest adapted layer's query, key and
+    value projections of the cached states (their frozen parts; LoRA adds its own term each
+    step), a quarter of that layer's work. Same log-probabilities and gradients to float
+    tolerance (tests/test_policy_cache.py); `make bench` measures the speed-up."""
     head: str = "subset"
     """encoder head: subset (one logit per subset from the pooled embedding, 2^K outputs) |
     factorized (per-tool and pairwise logits, score(S) = sum_i a_i + sum_{i<j} b_ij)."""

@@ -7,6 +7,12 @@ set (`prepare`, no grad, batched) and kept in memory; every step then runs only 
 layers, the pooling and the head. A copy on disk ($FGPO_CACHE_DIR/frozen, for a backbone in a
 local folder) lets the next process of the same benchmark (another reasoner's setting) load it
 instead of recomputing; its name is a digest of everything the states depend on.
+
+The first adapted layer's query, key and value projections are linear maps of those cached
+states, so their frozen parts (the base weights' outputs; a LoRA adapter only adds its own
+low-rank term) are cached as well: per step that layer computes the adapters' terms, the
+attention, its output and the feed-forward block, not the three projections (a quarter of the
+layer's multiply-adds; BERT-style layers, else the layer runs whole).
 """
 
 from __future__ import annotations
@@ -20,8 +26,11 @@ import torch
 import transformers
 from peft import get_peft_model, load_peft_weights, set_peft_model_state_dict
 from tqdm import tqdm
+from peft.tuners.lora import LoraLayer
 from transformers import AutoModel, AutoTokenizer
 from transformers.masking_utils import create_bidirectional_mask
+from transformers.modeling_utils import ALL_ATTENTION_FUNCTIONS
+from transformers.models.bert.modeling_bert import eager_attention_forward
 
 from fgpo.config import cache_dir
 from fgpo.errors import InputError
@@ -32,12 +41,18 @@ from fgpo.question import Question
 
 # BERT-style encoders (embeddings, then encoder.layer[i](hidden, mask)) the cache can split.
 CACHEABLE = ("bert", "roberta", "xlm-roberta", "electra", "camembert", "mpnet")
+# Layers whose self-attention is BERT's (query/key/value, then the attention interface): their
+# projections' frozen parts can be cached (mpnet's relative attention cannot).
+PROJECTABLE = ("BertLayer", "RobertaLayer", "XLMRobertaLayer", "ElectraLayer", "CamembertLayer")
+QKV = ("query", "key", "value")
 
 # cache key -> hidden states entering the first adapted layer, [N, max_length, H]. The key holds
 # everything they depend on (backbone, first adapted layer, the token ids, which fix the texts,
 # tokenizer, max_length and sequence_window, and the device), so every run of a setting in one
 # process (methods x seeds) shares one entry and any change computes a new one.
 _FROZEN: dict[str, torch.Tensor] = {}
+# the same key -> the first adapted layer's frozen projections of those states, [3, N, T, H]
+_PROJ: dict[str, torch.Tensor] = {}
 
 
 def frozen_key(backbone: str, start: int, input_ids: torch.Tensor,
@@ -94,6 +109,7 @@ class EncoderPolicy(Policy):
                              f"{base.config.model_type!r}. Set train.policy.cache_frozen_layers: "
                              f"false", file=cfg.backbone, field="train.policy.cache_frozen_layers")
         self.frozen: torch.Tensor | None = None  # [N, T, H] entering layer `start`, or None
+        self.proj: torch.Tensor | None = None    # [3, N, T, H] its q/k/v base outputs, or None
 
     def prepare(self, questions: list[Question]) -> None:
         enc = self.tokenizer([policy_text(q, self.cfg.sequence_window) for q in questions],
@@ -103,6 +119,8 @@ class EncoderPolicy(Policy):
         self.input_ids = enc["input_ids"].to(device)
         self.attention_mask = enc["attention_mask"].to(device)
         self.frozen = self._frozen_hidden() if self.start > 0 else None
+        self.proj = self._frozen_projections() if self.frozen is not None and \
+            self.cfg.cache_frozen_projections else None
 
     @torch.no_grad()
     def _frozen_hidden(self, batch_size: int = 256) -> torch.Tensor:
@@ -141,6 +159,43 @@ class EncoderPolicy(Policy):
         _FROZEN[key] = hidden
         return hidden
 
+    @torch.no_grad()
+    def _frozen_projections(self, batch_size: int = 256) -> torch.Tensor | None:
+        """The base (frozen) query, key and value outputs of the first adapted layer for every
+        prepared question, memoised with the frozen states (`_PROJ`); None where the layer is
+        not BERT-style or an adapter is not plain LoRA (then the layer runs whole)."""
+        layer = self.backbone.get_base_model().encoder.layer[self.start]
+        sa = getattr(getattr(layer, "attention", None), "self", None)
+        if type(layer).__name__ not in PROJECTABLE or sa is None or \
+                getattr(layer, "chunk_size_feed_forward", 0) or \
+                not all(_plain_lora(getattr(sa, n)) for n in QKV):
+            return None
+        key = frozen_key(self.backbone_path, self.start, self.input_ids, self.attention_mask,
+                         self.device)
+        if key not in _PROJ:
+            bases = [_base(getattr(sa, n)) for n in QKV]
+            _PROJ.clear()  # one question set at a time, as the frozen states
+            _PROJ[key] = torch.stack([torch.cat([b(self.frozen[i:i + batch_size])
+                                                 for i in range(0, len(self.frozen), batch_size)])
+                                      for b in bases])
+        return _PROJ[key]
+
+    def _first_adapted(self, layer: torch.nn.Module, hidden: torch.Tensor, proj: torch.Tensor,
+                       attn: torch.Tensor | None) -> torch.Tensor:
+        """BertLayer's forward with its projections' frozen parts read from `proj` [3, B, T, H]
+        (the same operations as transformers' BertSelfAttention, BertSelfOutput and the
+        feed-forward block; `hidden` is the layer's input)."""
+        sa = layer.attention.self
+        shape = (*hidden.shape[:-1], -1, sa.attention_head_size)
+        q, k, v = (_lora_terms(getattr(sa, n), hidden, proj[i]).view(shape).transpose(1, 2)
+                   for i, n in enumerate(QKV))
+        attention = ALL_ATTENTION_FUNCTIONS.get_interface(sa.config._attn_implementation,
+                                                          eager_attention_forward)
+        context, _ = attention(sa, q, k, v, attn, dropout=sa.dropout.p if sa.training else 0.0,
+                               scaling=sa.scaling)
+        context = context.reshape(*hidden.shape[:-1], -1).contiguous()
+        return layer.feed_forward_chunk(layer.attention.output(context, hidden))
+
     @staticmethod
     def _layers(bert: torch.nn.Module, hidden: torch.Tensor, mask: torch.Tensor,
                 layers: torch.nn.ModuleList) -> torch.Tensor:
@@ -160,8 +215,14 @@ class EncoderPolicy(Policy):
             hidden = self.backbone(input_ids=ids, attention_mask=mask).last_hidden_state
         else:  # padded keys are masked, so trimming the cached states changes nothing
             bert = self.backbone.get_base_model()
-            hidden = self._layers(bert, self.frozen[idx, :width], mask,
-                                  bert.encoder.layer[self.start:])
+            layers = bert.encoder.layer[self.start:]
+            hidden = self.frozen[idx, :width]
+            if self.proj is not None:
+                attn = create_bidirectional_mask(config=bert.config, inputs_embeds=hidden,
+                                                 attention_mask=mask)
+                hidden = self._first_adapted(layers[0], hidden, self.proj[:, idx, :width], attn)
+                layers = layers[1:]
+            hidden = self._layers(bert, hidden, mask, layers) if len(layers) else hidden
         pooled = (hidden * mask[..., None]).sum(1) / mask.sum(1, keepdim=True)  # mean pooling
         return torch.log_softmax(self.head(pooled), dim=-1)
 
@@ -174,3 +235,29 @@ class EncoderPolicy(Policy):
         set_peft_model_state_dict(self.backbone, load_peft_weights(str(path), device="cpu"))
         self.head.load_state_dict(torch.load(path / "subset_head.pt", map_location="cpu",
                                              weights_only=True))
+
+
+def _plain_lora(module: torch.nn.Module) -> bool:
+    """A frozen Linear, or peft's LoRA Linear with plain (not DoRA or other variant) adapters,
+    unmerged: its output is the base's plus the adapters' terms."""
+    if isinstance(module, LoraLayer):
+        return isinstance(module.get_base_layer(), torch.nn.Linear) and not module.merged \
+            and not getattr(module, "lora_variant", {})
+    return isinstance(module, torch.nn.Linear) and not module.weight.requires_grad
+
+
+def _base(module: torch.nn.Module) -> torch.nn.Module:
+    return module.get_base_layer() if isinstance(module, LoraLayer) else module
+
+
+def _lora_terms(module: torch.nn.Module, x: torch.Tensor, base: torch.Tensor) -> torch.Tensor:
+    """`module(x)` given its base output `base`: plus each active adapter's
+    lora_B(lora_A(dropout(x))) * scaling, as peft's LoRA Linear computes it."""
+    if not isinstance(module, LoraLayer) or module.disable_adapters:
+        return base
+    out = base
+    for name in module.active_adapters:
+        if name in module.lora_A:
+            out = out + module.lora_B[name](module.lora_A[name](module.lora_dropout[name](x))) \
+                * module.scaling[name]
+    return out

@@ -374,25 +374,39 @@ def mechanisms(o: Overall, window: int, tuned: bool = False) -> str:
 
 
 def tuning_section(tuning: list[dict[str, Any]], tune: dict[str, Any]) -> str:
-    """What was tuned: each method's trials, budget, best objective and chosen values."""
+    """What was tuned: each method's trials, budget, best objective, whether its study had
+    stopped improving, and the chosen values (those at a bound of the range flagged)."""
     if not tuning:
         return ("Not tuned: every method trains with `params.yaml`'s shared `train` values "
                 "(`make tune` runs the equal-budget studies and writes `tune/tuned.yaml`).")
     settings = ", ".join(tune.get("settings", []))
-    lines = [f"Each method's own Optuna study (TPE, no pruning, so every trial spends the same): "
+    seed = tune.get("train_seed")
+    lines = [f"Each method's own Optuna study (TPE, no pruning, so every trial spends the same; "
+             "the same dimensions for every method): "
              f"{tune.get('epochs')} epochs of every train question of each tuning setting "
-             f"({settings}) per trial with the first training seed, scored by the validation "
-             "expected reward at the best-validation checkpoint averaged over those settings. The chosen values "
-             "(`tune/tuned.yaml`) are what every setting above trained with.", "",
+             f"({settings}) per trial, trained with seed {seed} (none of the evaluation seeds), "
+             "scored by the validation expected reward at the best-validation checkpoint "
+             "averaged over those settings. The chosen values (`tune/tuned.yaml`) are what "
+             "every setting above trained with. *Best at*: the complete trial that set the "
+             "best objective; *last third adds*: how much the last third of the trials raised "
+             "the best of the first two thirds (0: the study had stopped improving; the tuning "
+             "figure shows the curves). A value marked † lies within 10% of its range's bound "
+             "(log scale where the range is).", "",
              "| method | trials (complete) | question visits per trial | reward evaluations per "
-             "trial (median) | best objective | chosen values |", "|---|---:|---:|---:|---:|---|"]
+             "trial (median) | best objective | best at | last third adds | chosen values |",
+             "|---|---:|---:|---:|---:|---:|---:|---|"]
     for t in tuning:
         visits = " / ".join(f"{v:,.0f}" for v in t["question_visits"]) or "—"
-        chosen = ", ".join(f"`{k}` = {v:.4g}" if isinstance(v, float) else f"`{k}` = {v}"
+        bound = set(t.get("at_bound", []))
+        chosen = ", ".join((f"`{k}` = {v:.4g}" if isinstance(v, float) else f"`{k}` = {v}")
+                           + (" †" if k in bound else "")
                            for k, v in sorted(t["chosen"].items())) or "(not written)"
+        best_at = "—" if t.get("best_at") is None else f"{t['best_at']} of {t['complete']}"
+        gain = "—" if t.get("last_third_gain") is None else f"{t['last_third_gain']:+.4f}"
         lines.append(f"| {t['method'].upper()} | {t['trials']} ({t['complete']}) | {visits} | "
                      f"{_n(t['reward_evals_median'])} | "
-                     f"{'—' if t['best'] is None else format(t['best'], '.4f')} | {chosen} |")
+                     f"{'—' if t['best'] is None else format(t['best'], '.4f')} | {best_at} | "
+                     f"{gain} | {chosen} |")
     return "\n".join(lines)
 
 

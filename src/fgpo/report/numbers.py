@@ -667,19 +667,47 @@ def summary_metrics(rows: list[SettingRow], overall: Overall) -> dict[str, Any]:
 
 # ---- tuning (`make tune`) ---------------------------------------------------------------------
 
-def tuning_numbers(trials: pd.DataFrame, tuned: dict[str, dict[str, Any]]
+BOUND_MARGIN = 0.1
+"""A chosen value within this fraction of its range of a bound (on the log scale for a log
+range) counts as at the bound: the search may have stopped where the range did."""
+
+
+def at_bound(value: Any, spec: dict[str, Any]) -> bool:
+    """Whether a chosen value lies within BOUND_MARGIN of its range's ends (never for a
+    categorical dimension)."""
+    if "low" not in spec or "high" not in spec or spec.get("type") == "categorical":
+        return False
+    lo, hi, v = float(spec["low"]), float(spec["high"]), float(value)
+    if spec.get("log"):
+        lo, hi, v = np.log(lo), np.log(hi), np.log(v)
+    frac = (v - lo) / (hi - lo)
+    return bool(frac < BOUND_MARGIN or frac > 1 - BOUND_MARGIN)
+
+
+def tuning_numbers(trials: pd.DataFrame, tuned: dict[str, dict[str, Any]],
+                   space: dict[str, dict[str, dict[str, Any]]] | None = None
                    ) -> list[dict[str, Any]]:
     """Per tuned method: its trials (complete / all), the budget of one trial (question visits,
-    reward evaluations), the best objective and the chosen values; [] when nothing was tuned."""
+    reward evaluations), the best objective and the chosen values; whether the study had
+    stopped improving (the complete trial that set the best, and what the last third of the
+    trials added to the best of the first two thirds) and which chosen values sit at a bound of
+    `space` (tune.space); [] when nothing was tuned."""
     out = []
     for method, t in trials.groupby("method", sort=False):
-        done = t[t["state"] == "COMPLETE"]
+        done = t[t["state"] == "COMPLETE"].sort_values("trial")
+        values = done["value"].astype(float).to_numpy()
+        head = values[: int(np.ceil(2 * len(values) / 3))]
+        chosen = dict(tuned.get(method) or {})
+        dims = (space or {}).get(method) or {}
         out.append({
             "method": method, "trials": len(t), "complete": len(done),
             "question_visits": sorted(set(done["question_visits"].astype(float))),
             "reward_evals_median": float(done["reward_evals"].median()) if len(done) else None,
-            "best": float(done["value"].max()) if len(done) else None,
-            "chosen": dict(tuned.get(method) or {})})
+            "best": float(values.max()) if len(values) else None,
+            "best_at": int(np.argmax(values)) + 1 if len(values) else None,
+            "last_third_gain": float(values.max() - head.max()) if len(values) else None,
+            "at_bound": sorted(k for k, v in chosen.items() if k in dims and at_bound(v, dims[k])),
+            "chosen": chosen})
     return out
 
 

@@ -121,6 +121,25 @@ def summarise(results: list[RunResult], seeds: list[int]) -> dict[str, Any]:
     return out
 
 
+def run_dir(ctx: RunContext, method: str, seed: int) -> Path:
+    return ctx.runs_root / method / ctx.reasoner / ctx.benchmark / f"seed{seed}"
+
+
+def finished(ctx: RunContext, method: str, settings: Settings, seed: int) -> RunResult | None:
+    """The run's result when it finished before with the same key (config, table, code)."""
+    out_dir = run_dir(ctx, method, seed)
+    done = out_dir / "result.json"
+    if not done.exists():
+        return None
+    saved = json.loads(done.read_text())
+    key = run_key(config_hash(settings.config, method, seed, ctx.run_data.table.meta), ctx)
+    if saved.get("key") != key or not (out_dir / "test_selections.parquet").exists():
+        return None
+    return RunResult(final=saved["final"], history=saved["history"],
+                     selections=pd.read_parquet(out_dir / "test_selections.parquet"),
+                     policy=None, run_id=saved.get("run_id"), model_uri=saved.get("model_uri"))
+
+
 def train_seed(ctx: RunContext, method: str, settings: Settings, seed: int) -> RunResult:
     """One run with `settings` (`fgpo.train.overrides.resolve`): read back when it finished
     before with the same key, else trained (resuming from its checkpoint), its MLflow run
@@ -128,18 +147,13 @@ def train_seed(ctx: RunContext, method: str, settings: Settings, seed: int) -> R
     from fgpo.tracking import Tracker, end_if_running
 
     cfg = settings.config
-    out_dir = ctx.runs_root / method / ctx.reasoner / ctx.benchmark / f"seed{seed}"
+    out_dir = run_dir(ctx, method, seed)
     ckpt, done = out_dir / "checkpoint.pt", out_dir / "result.json"
     chash = config_hash(cfg, method, seed, ctx.run_data.table.meta)
     key = run_key(chash, ctx)
-    if done.exists():
-        saved = json.loads(done.read_text())
-        if saved.get("key") == key and (out_dir / "test_selections.parquet").exists():
-            return RunResult(final=saved["final"], history=saved["history"],
-                             selections=pd.read_parquet(out_dir / "test_selections.parquet"),
-                             policy=None, run_id=saved.get("run_id"),
-                             model_uri=saved.get("model_uri"))
-        done.unlink()  # another config, table or code: train afresh
+    if (cached := finished(ctx, method, settings, seed)) is not None:
+        return cached
+    done.unlink(missing_ok=True)  # another config, table or code: train afresh
     tracker = None
     try:  # from the run's creation on, an interrupt ends it KILLED
         if ctx.tracking:

@@ -8,11 +8,17 @@ run resumes on its own (a finished run is read back while its key, which covers 
 table's md5 and the digest of the training code, still matches). The setting's best run goes to
 MLflow's model registry (`fgpo.tracking.registry`). The train stage and the ablation's `ablate`
 stage both call `train_setting`, with their own output folders.
+
+With `train.workers` > 1 (CPU), the runs not finished before are spread over that many worker
+processes forked after the frozen layers are computed, each run single-threaded
+(`train.threads: 1`) from start to end in one worker; the process then reads every result back
+in the fixed order, so a setting's outputs do not depend on the number of workers.
 """
 
 from __future__ import annotations
 
 import json
+import logging
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -24,8 +30,8 @@ from fgpo.errors import InputError
 from fgpo.rewards.data import benchmark_path, load_run_data, table_path
 from fgpo.rewards.stats import require_trainable
 from fgpo.rewards.table import tool_names
-from fgpo.runs.runner import (RunContext, run_inputs, setting_lock, summarise, sweep_label,
-                              train_seed)
+from fgpo.runs.runner import (RunContext, finished, run_inputs, setting_lock, summarise,
+                              sweep_label, train_seed)
 from fgpo.seqio import atomic_write_parquet, atomic_write_text
 from fgpo.tracking.code import module_digest
 from fgpo.tracking.provenance import file_md5
@@ -35,6 +41,9 @@ from fgpo.train.estimators import ESTIMATORS
 from fgpo.train.loop import RunResult, check_run_data
 from fgpo.train.overrides import Settings, resolve
 from fgpo.train.settings import resolve_device
+from fgpo.workers import fork_pool
+
+log = logging.getLogger(__name__)
 
 
 def training_code() -> str:
@@ -99,13 +108,14 @@ def _main(reasoner: str, benchmark: str, methods: list[str] | None, params: Path
                                     table_md5) if tracking else [])
 
     # ---- every method, every seed: one run each, outputs per method ---------------------------
+    done = train_runs(context, settings, base_cfg.workers)
     out: dict[str, dict[str, Any]] = {}
-    finished: list[Candidate] = []
+    candidates: list[Candidate] = []
     for method, s in settings.items():
         seeds = s.config.seeds
-        results = [train_seed(context, method, s, seed) for seed in seeds]
-        finished += [Candidate(method, seed, r.final, r.run_id, r.model_uri)
-                     for seed, r in zip(seeds, results)]
+        results = [done[(method, seed)] for seed in seeds]
+        candidates += [Candidate(method, seed, r.final, r.run_id, r.model_uri)
+                       for seed, r in zip(seeds, results)]
         out[method] = write_method_outputs(results, seeds, method, reasoner, benchmark, s,
                                            metrics_root, plots_root, selections_root)
     if set(methods) == set(base_cfg.methods):  # a method dropped from train.methods: its files go
@@ -114,8 +124,59 @@ def _main(reasoner: str, benchmark: str, methods: list[str] | None, params: Path
                 if stale.stem not in methods:
                     stale.unlink()
     if tracking and register:
-        register_best(finished, reasoner, benchmark, table_md5)
+        register_best(candidates, reasoner, benchmark, table_md5)
     return out
+
+
+# ---- runs side by side: forked workers ------------------------------------------------------
+
+_SHARED: tuple[RunContext, dict[str, Settings]] | None = None
+"""What a forked worker trains from: the parent's context and settings, inherited by the fork
+(the reward table and the frozen layers' states are not copied, let alone pickled)."""
+
+
+def train_runs(context: RunContext, settings: dict[str, Settings], workers: int
+               ) -> dict[tuple[str, int], RunResult]:
+    """Every (method, seed) run of the setting: in this process, or, with `workers` > 1 on
+    the CPU, the runs that have not finished before trained by that many forked processes,
+    each run by one worker from start to end. Every result is then read back from its run
+    folder in a fixed order, so the outputs are the same however the runs were spread."""
+    global _SHARED
+    jobs = [(m, seed) for m, s in settings.items() for seed in s.config.seeds]
+    pending = sorted((j for j in jobs if finished(context, j[0], settings[j[0]], j[1]) is None),
+                     key=lambda j: (settings[j[0]].config.seeds.index(j[1]), j[0]))
+    cfg = next(iter(settings.values())).config
+    if workers > 1 and len(pending) > 1 and resolve_device(cfg.device).type == "cpu":
+        warm_frozen_layers(context, cfg)
+        _SHARED = (context, settings)
+        n = min(workers, len(pending))
+        log.info("%d runs in %d worker processes", len(pending), n)
+        try:
+            with fork_pool(n) as pool:
+                for _ in pool.imap_unordered(_train_job, pending):
+                    pass
+        finally:
+            _SHARED = None
+    return {(m, seed): train_seed(context, m, settings[m], seed) for m, seed in jobs}
+
+
+def warm_frozen_layers(context: RunContext, cfg: TrainConfig) -> None:
+    """Compute (or load) the backbone's frozen layers for the setting's questions in this
+    process, so every forked worker inherits them instead of computing them again."""
+    import torch
+
+    from fgpo.policy import build_policy
+
+    torch.set_num_threads(cfg.threads)
+    data = context.run_data
+    build_policy(cfg.policy, len(data.tool_names), data.tool_names, 0).prepare(data.questions)
+
+
+def _train_job(job: tuple[str, int]) -> None:
+    assert _SHARED is not None, "a worker runs only in a process forked by train_runs"
+    context, settings = _SHARED
+    method, seed = job
+    train_seed(context, method, settings[method], seed)  # its result stays in its run folder
 
 
 def write_method_outputs(results: list[RunResult], seeds: list[int], method: str,

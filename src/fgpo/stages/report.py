@@ -161,7 +161,7 @@ def main(params: Path = DEFAULT_PARAMS, data: Path = Path("data"),
     ran = what_ran(load_prepare(params), tools_cfg, read_params(params).get("train") or {},
                    settings)
     trials = read_trials(tune_dir / "trials.csv")
-    tuning = tuning_numbers(trials, tuned)
+    tuning = tuning_numbers(trials, tuned, tune.get("space") or {})
     shown = dict(FIGURES)
     if tuning:
         shown[TUNING_FIGURE[0]] = TUNING_FIGURE[1]

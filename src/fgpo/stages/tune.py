@@ -4,12 +4,16 @@ chosen values written to tune/tuned.yaml, the params file the train stage reads.
 Writes tune/trials.csv (every trial of every method: state, objective, what it spent, its values;
 what the report's tuning section reads) and, once every method has `tune.n_trials` COMPLETE trials,
 tune/tuned.yaml. Both are committed; `make run` reads them and never tunes. The studies live in
-`tune.storage` (git-ignored), so a killed `make tune` continues where it stopped.
+`tune.storage` (git-ignored), so a killed `make tune` continues where it stopped. With
+`tune.workers` > 1 the methods' studies run side by side, each in its own process forked after
+the tuning settings' tables are read (each study is seeded per trial, so where it runs changes
+nothing).
 """
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import optuna
 import pandas as pd
@@ -20,10 +24,13 @@ from fgpo.rewards.data import load_run_data, table_path
 from fgpo.rewards.stats import require_trainable
 from fgpo.rewards.table import tool_names
 from fgpo.seqio import atomic_write_text
+from fgpo.sweep.storage import open_storage
 from fgpo.sweep.tune import (TuneConfig, chosen, complete, resolve_storage, run_tune,
-                             trials_table)
+                             study_name, trials_table)
 from fgpo.train.config import TrainConfig
 from fgpo.train.overrides import TUNED_PARAMS, resolve, write_tuned
+from fgpo.train.settings import resolve_device
+from fgpo.workers import fork_pool
 
 TRIALS = Path("tune/trials.csv")
 
@@ -45,24 +52,63 @@ def main(params: Path = DEFAULT_PARAMS, data: Path = Path("data"), storage: str 
                           str(table_path(reasoner, benchmark, data / "reward_tables")))
         runs[f"{reasoner}/{benchmark}"] = run_data
     url = resolve_storage(storage, cfg)
+    cfg.check_seeds(base.seeds)
+    # tuning starts from params.yaml alone: never from earlier tuned values or a sweep's best
+    starts = {m: resolve(base, m, params, upto="params").config for m in cfg.methods}
     studies: dict[str, optuna.Study] = {}
     try:
         with sigterm_as_exit():
-            for method in cfg.methods:
-                # tuning starts from params.yaml alone: never from earlier tuned values or a
-                # sweep's best
-                start = resolve(base, method, params, upto="params").config
-                studies[method] = run_tune(method, start, cfg, runs, url, tracking)
+            run_studies(cfg, starts, runs, url, tracking)
     finally:  # what finished is on record even after a kill
+        studies = load_studies(cfg.methods, url)
         if studies:
             write_trials(studies, trials)
-    short = {m: len(complete(s)) for m, s in studies.items() if len(complete(s)) < cfg.n_trials}
+    short = {m: len(complete(studies[m])) if m in studies else 0 for m in cfg.methods
+             if m not in studies or len(complete(studies[m])) < cfg.n_trials}
     if short:
         raise InputError(f"studies ended with fewer than {cfg.n_trials} complete trials "
                          f"({short}; see {trials}): tune/tuned.yaml left as it was; rerun "
                          "`make tune` to continue", field="tune")
     write_tuned(chosen(studies), tuned)
     return studies
+
+
+_SHARED: tuple[Any, ...] | None = None
+"""What a forked study process runs from (inherited by the fork, not pickled)."""
+
+
+def run_studies(cfg: TuneConfig, starts: dict[str, TrainConfig], runs: dict, url: str,
+                tracking: bool) -> None:
+    """Each method's study to `cfg.n_trials` complete trials: one after another, or with
+    `cfg.workers` > 1 (CPU) side by side in forked processes, one per method at a time."""
+    global _SHARED
+    cpu = all(resolve_device(c.device).type == "cpu" for c in starts.values())
+    if cfg.workers > 1 and len(starts) > 1 and cpu:
+        _SHARED = (cfg, starts, runs, url, tracking)
+        try:
+            with fork_pool(min(cfg.workers, len(starts)), maxtasksperchild=1) as pool:
+                for _ in pool.imap_unordered(_study, list(starts)):
+                    pass
+        finally:
+            _SHARED = None
+        return
+    for method, start in starts.items():
+        run_tune(method, start, cfg, runs, url, tracking)
+
+
+def _study(method: str) -> None:
+    assert _SHARED is not None, "a study process runs only when forked by run_studies"
+    cfg, starts, runs, url, tracking = _SHARED
+    run_tune(method, starts[method], cfg, runs, url, tracking)
+
+
+def load_studies(methods: list[str], url: str) -> dict[str, optuna.Study]:
+    """The methods' studies as the storage holds them (those not created yet left out)."""
+    storage = open_storage(url, "tune.storage")
+    names = {s.study_name for s in optuna.get_all_study_summaries(storage,
+                                                                 include_best_trial=False)}
+    return {m: optuna.load_study(study_name=study_name(m), storage=storage) for m in methods
+            if study_name(m) in names}
 
 
 def write_trials(studies: dict[str, optuna.Study], path: Path) -> None:

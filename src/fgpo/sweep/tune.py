@@ -5,7 +5,8 @@ well as the method. `fgpo tune` answers it: for every method in `tune.methods` a
 `tune-<method>` searches that method's own space (`tune.space.<method>`: learning rate, head
 learning-rate multiplier and KL beta for every method; GRPO adds G, clip and temperature) on the
 declared tuning settings. Every trial of every method trains the same schedule (`tune.epochs`
-visits of every train question of each tuning setting, seed `train.seeds[0]`) and is scored by
+visits of every train question of each tuning setting, seed `tune.train_seed`, which is none of
+the evaluation seeds `train.seeds`) and is scored by
 the faithful protocol's quantity: validation expected reward at the best-validation checkpoint,
 averaged over the tuning settings. No pruning: a pruned trial would spend less than the others,
 and the budgets would no longer be equal. The study stops when `tune.n_trials` trials are
@@ -76,6 +77,14 @@ class TuneConfig:
     seed: int = 0
     """TPE sampler seed: trial n draws from seed + n (as a sweep's), so workers started together
     on one study differ and a resumed study goes on as an uninterrupted one would."""
+    train_seed: int = 100
+    """The training seed of every trial's runs (data order, sampled groups, head init). Never
+    one of train.seeds: values chosen on a seed's runs and then evaluated on the same seed's
+    runs would carry that seed's luck into the comparison (`fgpo tune` refuses it)."""
+    workers: int = 2
+    """Studies run side by side, one process per method (each run single-threaded at
+    train.threads: 1): `make tune` takes about 1/workers of its serial time on that many
+    cores. Changes no result: each study is seeded per trial and runs in one process."""
     n_startup_trials: int = 4
     """Random trials before TPE models the space."""
     storage: str = "sqlite:///tune/optuna.db"
@@ -90,10 +99,11 @@ class TuneConfig:
     """method -> {dotted train path -> {type, low, high, log, choices}}, as `sweep.space`."""
 
     def __post_init__(self) -> None:
-        for name in ("n_trials", "epochs", "evals_per_epoch", "n_startup_trials", "seed"):
+        for name in ("n_trials", "epochs", "evals_per_epoch", "n_startup_trials", "seed",
+                     "train_seed", "workers"):
             check_number(getattr(self, name), f"tune.{name}", "a whole number",
-                         ge=1 if name in ("n_trials", "epochs", "evals_per_epoch") else 0,
-                         integer=True)
+                         ge=1 if name in ("n_trials", "epochs", "evals_per_epoch", "workers")
+                         else 0, integer=True)
         if not self.settings:
             raise InputError("declare at least one tuning setting <reasoner>/<benchmark>",
                              field="tune.settings")
@@ -120,6 +130,14 @@ class TuneConfig:
             raise InputError(f"no search space for {method!r}", field=f"tune.space.{method}")
         return parse_space(self.space[method], f"tune.space.{method}")
 
+    def check_seeds(self, train_seeds: list[int]) -> None:
+        """Refuse a trial seed that is also an evaluation seed."""
+        if self.train_seed in train_seeds:
+            raise InputError(f"tune.train_seed {self.train_seed} is one of the evaluation seeds "
+                             f"train.seeds {train_seeds}: the chosen values would be evaluated "
+                             "on the runs they were chosen on; pick a seed outside them, e.g. "
+                             "100", field="tune.train_seed")
+
     def pairs(self) -> list[tuple[str, str]]:
         return [tuple(s.split("/")) for s in self.settings]  # type: ignore[misc]
 
@@ -137,7 +155,7 @@ def open_tune_study(method: str, storage: Any, dims: list[Dimension], cfg: TuneC
     """Create, join or resume the method's study (and whether this worker created it); one made
     with another space or budget is refused (its trials would not be comparable)."""
     budget = {"settings": cfg.settings, "epochs": cfg.epochs,
-              "evals_per_epoch": cfg.evals_per_epoch}
+              "evals_per_epoch": cfg.evals_per_epoch, "train_seed": cfg.train_seed}
     return open_study(
         study_name(method), storage, ["maximize"],
         TrialSeededTPE(cfg.seed, cfg.n_startup_trials), optuna.pruners.NopPruner(),
@@ -177,8 +195,9 @@ def run_tune(method: str, base: TrainConfig, cfg: TuneConfig, data: dict[str, Ru
     storage = open_storage(storage_url, "tune.storage")
     study, created = open_tune_study(method, storage, dims, cfg)
     recover_dead_workers(study, storage)
+    cfg.check_seeds(base.seeds)
     base = replace(base, epochs=cfg.epochs, evals_per_epoch=cfg.evals_per_epoch,
-                   seeds=base.seeds[:1])
+                   seeds=[cfg.train_seed])
     tags = {"method": method, "study": study.study_name, "settings": ",".join(cfg.settings)}
     parent = parent_run(study, created, TUNE_EXPERIMENT, study.study_name, tags,
                         {"tune": {"n_trials": cfg.n_trials, "epochs": cfg.epochs,

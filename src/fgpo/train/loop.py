@@ -88,7 +88,10 @@ class Step:
 
 
 def config_hash(cfg: TrainConfig, method: str, seed: int, table_meta: dict) -> str:
-    blob = json.dumps([asdict(cfg), method, seed, table_meta.get("fingerprint"),
+    """A run's identity: its config (less `workers`, which changes no result), method, seed
+    and table."""
+    settings = {k: v for k, v in asdict(cfg).items() if k != "workers"}
+    blob = json.dumps([settings, method, seed, table_meta.get("fingerprint"),
                        table_meta.get("reasoner"), table_meta.get("benchmark")], sort_keys=True,
                       default=str)
     return hashlib.sha256(blob.encode()).hexdigest()[:16]
@@ -259,7 +262,7 @@ def train_run(method: str, cfg: TrainConfig, data: RunData, seed: int,
     estimator = ESTIMATORS[method](cfg, getattr(cfg, method), rewards, len(train_idx),
                                    generators["sample_gen"])
     schedule = Schedule(len(train_idx), cfg.batch_size, cfg.epochs, estimator.steps_per_batch,
-                        cfg.evals_per_epoch)
+                        cfg.evals_per_epoch, cfg.val_spacing)
     total, val_steps = schedule.total_steps, set(schedule.validation_steps())
     optimizer, scheduler = build_optimizer(cfg, policy, total)
     G = cfg.zero_signal_group_size  # of the exact zero-signal metric, the same for every method

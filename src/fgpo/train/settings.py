@@ -50,8 +50,12 @@ class TrainSettings:
     the quantity GRPO's group normalisation loses (the paper's G = 8). A measurement, the same
     for every method whatever G a sampled estimator trains with."""
     evals_per_epoch: int = 4
-    """Validation points per epoch, at evenly spaced batch boundaries: the same data visits
+    """Validation points per epoch (epochs x this many over the run), at the same data visits
     for every method, so each has as many candidates for the selected checkpoint."""
+    val_spacing: str = "even"
+    """Where the validation points fall (fgpo.train.schedule): even = evenly spaced batch
+    boundaries in every epoch; log = geometrically spaced in batches over the run, dense
+    early where the curves move (a peak in the first quarter epoch is seen where it is)."""
     checkpoint_rule: str = "best_val"
     """Which policy a run hands to the test split: best_val = the validation point with the
     highest `val/expected_reward` (the exact expected reward under pi, the quantity both
@@ -60,7 +64,14 @@ class TrainSettings:
     checkpoint_every: int = 20
     """Checkpoint every N steps; a rerun resumes from the last one."""
     threads: int = 2
-    """torch CPU threads."""
+    """torch CPU threads of one run (a result can differ in the last bits with another
+    count: it is part of a run's configuration)."""
+    workers: int = 1
+    """Processes that train a setting's (method, seed) runs side by side, forked after the
+    shared frozen layers are computed once (CPU; on a GPU the runs go one after another).
+    Each run is the same whichever worker trains it, so this changes no result and is left
+    out of a run's key; workers x threads should not exceed the cores. > 1 needs threads 1
+    (a process forked after multi-threaded torch work can hang in OpenMP)."""
     device: str = "auto"
     """auto | cpu | cuda | cuda:N: where the policy, its cached frozen layers, the batches and
     the estimators' tensors live. auto = cuda when torch sees a GPU, else cpu. Sampling draws
@@ -123,6 +134,16 @@ class TrainSettings:
                      "at the end", ge=1, integer=True)
         check_number(self.threads, "train.threads", "set the torch CPU threads, e.g. 2",
                      ge=1, integer=True)
+        check_number(self.workers, "train.workers", "set the processes per setting, e.g. 2 "
+                     "(1 = every run in the stage's own process)", ge=1, integer=True)
+        if self.workers > 1 and self.threads != 1:
+            raise InputError(f"workers {self.workers} needs threads 1 (got {self.threads}): "
+                             "each worker is a process forked from one that must not have run "
+                             "multi-threaded torch; set train.threads: 1 and as many workers "
+                             "as cores, or workers: 1", field="train.workers")
+        if self.val_spacing not in ("even", "log"):
+            raise InputError(f"val_spacing must be even or log, got {self.val_spacing!r}",
+                             field="train.val_spacing")
         if not (self.device in ("auto", "cpu", "cuda") or self.device.startswith("cuda:")):
             raise InputError(f"device must be auto, cpu, cuda or cuda:N, got {self.device!r}",
                              field="train.device")
