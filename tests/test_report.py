@@ -196,6 +196,9 @@ def test_setting_numbers_from_the_fixture(fixture_settings):
     assert strong["target/seed1/grpo_reward_evals"] is None and strong["target/reached"] == 1
     # FGPO's seed-mean val expected reward: 0.6 at epoch 2, 0.7 one epoch before
     assert strong["fgpo/val/last_epoch_change"] == pytest.approx(-0.1)
+    # FGPO's checkpoints: the first validation point after step 0 under both seeds
+    assert strong["fgpo/checkpoint/points"] == [1, 1]
+    assert strong["grpo/checkpoint/points"] == [2, 0] and strong["grpo/checkpoint/at_first_points"] == 1
     assert strong["zero_signal/grpo_first_steps"] == pytest.approx(0.5)
 
 
@@ -314,7 +317,13 @@ def test_render_summary_has_every_section(fixture_settings):
         [{"method": "fgpo", "trials": 2, "complete": 2, "question_visits": [8.0],
           "reward_evals_median": 0.0, "best": 0.5, "chosen": {"beta": 0.02}}], {"epochs": 3})
     assert "its own values from an equal-budget study" in tuned
-    assert "| FGPO | 2 (2) | 8 | 0 | 0.5000 | `beta` = 0.02 |" in tuned
+    assert "| FGPO | 2 (2) | 8 | 0 | 0.5000 | — | — | `beta` = 0.02 |" in tuned
+    # where checkpoints fall: FGPO picks point 1 (step 1) under both seeds; GRPO point 2 under
+    # seed 0 and step 0 under seed 1, each of 2 points after step 0
+    conv = secs["Convergence and checkpoints"]
+    assert "| 1.00 | 1, 1 of 2 |" in conv or "1, 1 of 2" in conv
+    assert "2, 0 of 2" in conv
+    assert "FGPO 4 of 4, GRPO 2 of 4." in conv
 
 
 # ---- the committed README and report agree ---------------------------------------------------

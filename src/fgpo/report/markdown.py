@@ -168,18 +168,29 @@ def budget_table(rows: list[SettingRow]) -> str:
 
 
 def convergence_table(rows: list[SettingRow]) -> str:
-    """Where each method's checkpoint lies, how much its validation curve still moved in the
-    last epoch, and its policy's entropy at the checkpoint."""
+    """Where each method's checkpoint lies (mean epoch, and per seed which validation point),
+    how much its validation curve still moved in the last epoch, and its policy's entropy at
+    the checkpoint."""
     methods = list(rows[0].methods)
     lines = ["| reasoner | benchmark | " + "".join(
-        f"{m.upper()} checkpoint epoch | {m.upper()} Δ val reward, last epoch | "
-        f"{m.upper()} test entropy | " for m in methods).rstrip(" |") + " |",
-        "|---|---|" + "---:|---:|---:|" * len(methods)]
+        f"{m.upper()} checkpoint epoch | {m.upper()} checkpoint point per seed | "
+        f"{m.upper()} Δ val reward, last epoch | {m.upper()} test entropy | "
+        for m in methods).rstrip(" |") + " |",
+        "|---|---|" + "---:|---|---:|---:|" * len(methods)]
     for r in rows:
         lines.append(f"| {r.reasoner} | {r.benchmark} | " + "".join(
-            f"{x.checkpoint_epoch:.2f} | {x.last_epoch_change:+.4f} | "
-            f"{x.test['entropy']:.2f} | " for x in r.methods.values()).rstrip(" |") + " |")
+            f"{x.checkpoint_epoch:.2f} | {', '.join(map(str, x.checkpoint_points))} of "
+            f"{x.val_points} | {x.last_epoch_change:+.4f} | {x.test['entropy']:.2f} | "
+            for x in r.methods.values()).rstrip(" |") + " |")
     return "\n".join(lines)
+
+
+def checkpoint_line(o: Overall) -> str:
+    """How many runs' checkpoints sit on the first validation points, per method."""
+    parts = [f"{m.upper()} {r.at_first_points} of {r.runs}" for m, r in o.methods.items()]
+    return ("Runs whose selected checkpoint is step 0 or the first validation point (where the "
+            "schedule cannot see whether a better policy lay earlier): " + ", ".join(parts)
+            + ".")
 
 
 ZERO_SIGNAL_COLUMNS = ("uniform", "sampled_first_steps", "sampled_last_steps",
@@ -480,9 +491,11 @@ def render_summary(rows: list[SettingRow], overall: Overall, fam: pd.DataFrame,
         "Each run is tested at the validation point with the highest expected reward (step 0 "
         "included). *Δ val reward, last epoch*: the seed-mean validation expected reward at the "
         "end minus one epoch earlier (near zero: the curve has flattened). Entropy in nats of "
-        "the policy at its checkpoint, mean over test questions and seeds. The validation "
+        "the policy at its checkpoint, mean over test questions and seeds. *Checkpoint point "
+        "per seed*: which validation point each seed's run was tested at (0 = step 0, 1 = the "
+        "first point after training began, of the run's points after step 0). The validation "
         "curves are the first figure.",
-        convergence_table(rows),
+        convergence_table(rows), checkpoint_line(overall),
         "## Why this run differs from the paper",
         mechanisms(overall, cfg.zero_signal_window, tuned=bool(tuning)),
         "## Per-family accuracy",

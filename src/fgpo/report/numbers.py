@@ -177,6 +177,29 @@ class MethodRow:
     """reward, accuracy -> the method minus the per-family best fixed subset."""
     last_epoch_change: float
     """Seed-mean validation expected reward at the end minus one epoch before."""
+    checkpoint_points: list[int]
+    """Per seed, which validation point was selected (0 = step 0, the untrained policy; 1 = the
+    first point after training began; ...)."""
+    val_points: int
+    """Validation points after step 0 (the candidates besides the starting policy)."""
+
+    @property
+    def at_first_points(self) -> int:
+        """Seeds whose selected checkpoint is step 0 or the first validation point: where the
+        protocol cannot see whether a better policy lay earlier."""
+        return sum(p <= 1 for p in self.checkpoint_points)
+
+
+def checkpoint_points(curve: pd.DataFrame) -> tuple[list[int], int]:
+    """(per seed, the index of the selected validation point, step 0 being 0; the number of
+    validation points after step 0) from a method's curves."""
+    points, n = [], 0
+    for _, c in curve.groupby("seed", sort=True):
+        val = c.dropna(subset=["val_expected_reward"]).sort_values("step").reset_index(drop=True)
+        chosen = val.index[val["checkpoint_selected"] == 1]
+        points.append(int(chosen[0]) if len(chosen) else len(val) - 1)
+        n = max(n, len(val) - 1)
+    return points, n
 
 
 @dataclass
@@ -269,6 +292,8 @@ class SettingRow:
             out.update({f"{m}/test/{k}": r.test[k] for k in (*TEST_KEYS, "accuracy_std",
                                                               "reward_std")})
             out[f"{m}/checkpoint/epoch"] = r.checkpoint_epoch
+            out[f"{m}/checkpoint/points"] = list(r.checkpoint_points)
+            out[f"{m}/checkpoint/at_first_points"] = r.at_first_points
             out[f"{m}/seeds"] = r.seeds
             for key, iv in r.vs_family_best.items():
                 out.update(iv.flat(f"{m}/vs_family_best/{key}"))
@@ -328,7 +353,7 @@ def setting_numbers(s: SettingData, cfg: ReportConfig) -> SettingRow:
                   against(s.selections[m], test_ids, base[rows, fam], col), cfg)
               for col, base in (("reward", s.test.reward), ("correct", s.test.correct))}
         methods[m] = MethodRow(test, met["checkpoint/epoch"], len(met.get("seeds", [0])), vs,
-                               last_epoch_change(s.curves[m]))
+                               last_epoch_change(s.curves[m]), *checkpoint_points(s.curves[m]))
     # ---- the headline: exact - sampled, paired over test questions and seeds ----
     diff = paired(s.selections[exact], s.selections[sampled], "correct", s.name)
     right = [score_matrix(s.selections[m], "correct") for m in (exact, sampled)]
@@ -466,6 +491,9 @@ class MethodOverall:
     """Settings whose validation curve moved by at most FLAT over the last epoch."""
     tools_per_question: float
     fewer_tools_than_family_best: int
+    at_first_points: int
+    """Runs (settings x seeds) whose checkpoint is step 0 or the first validation point."""
+    runs: int
 
 
 @dataclass
@@ -533,7 +561,9 @@ class Overall:
                         f"count/{m}/val/flat": r.flat,
                         f"mean/{m}/test/tools_per_question": r.tools_per_question,
                         f"count/{m}/fewer_tools_than_family_best":
-                            r.fewer_tools_than_family_best})
+                            r.fewer_tools_than_family_best,
+                        f"count/{m}/checkpoint/at_first_points": r.at_first_points,
+                        f"count/{m}/runs": r.runs})
         g, z = self.schedule, self.zero_signal
         out["zero_signal/group_size"] = z.group_size
         out["mean/baseline/test/family_best_tools"] = self.mean_family_best_tools
@@ -582,7 +612,8 @@ def overall_numbers(rows: list[SettingRow], tuned_on: Sequence[str] = (),
             sum(abs(c) <= FLAT for c in change),
             float(np.mean([p.test["tools_per_question"] for p in per])),
             sum(r.methods[m].test["tools_per_question"] < r.baselines["family_best_tools"]
-                for r in rows))
+                for r in rows),
+            sum(p.at_first_points for p in per), sum(len(p.checkpoint_points) for p in per))
     # the declared schedule is one for every setting; its ratio is reported once
     budgets = [r.budget for r in rows]
     ratios = sorted({round(g.ratio, 9) for g in budgets})
