@@ -6,14 +6,17 @@ folder, one after another in this run, so the ratios compare like with like:
 
   * before: one process, `threads: 2`, runs one after another, no projection cache (the stage
     as it was: torch's two threads inside each run);
-  * + projection cache: the same, with the lowest adapted layer's frozen q/k/v kept
-    (`policy.cache_frozen_projections`);
-  * + workers: `threads: 1`, `workers: 2` (each run single-threaded in one of two processes
-    forked after the frozen layers are computed), projection cache on: the pipeline's way.
+  * 2 workers: `threads: 1`, `workers: 2` (each run single-threaded in one of two processes
+    forked after the frozen layers are computed);
+  * 2 workers + projection cache: the same with the lowest adapted layer's frozen q/k/v kept
+    (`policy.cache_frozen_projections`): the pipeline's way.
 
-Also the seconds per (method, seed) run, so "five seeds at the new speed against three at the
-old" reads off directly. Writes reports/bench_setting.json.
+The variants take turns (A B C A B C ...) --repeats times and each is quoted by its median, so
+a drift of the machine's speed falls on all of them alike. Also the seconds per (method, seed)
+run, so five seeds the new way against three the old way reads off directly. Writes
+reports/bench_setting.json.
 Usage: python bench/bench_setting.py [--setting careful_expert/genomeqa] [--seeds 5]
+                                     [--repeats 2]
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ import argparse
 import json
 import os
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -34,8 +38,8 @@ from fgpo.seqio import atomic_write_text
 
 VARIANTS = {
     "before": {"threads": 2, "workers": 1, "cache_frozen_projections": False},
-    "projection cache": {"threads": 2, "workers": 1, "cache_frozen_projections": True},
-    "projection cache + 2 workers": {"threads": 1, "workers": 2,
+    "2 workers": {"threads": 1, "workers": 2, "cache_frozen_projections": False},
+    "2 workers + projection cache": {"threads": 1, "workers": 2,
                                      "cache_frozen_projections": True},
 }
 
@@ -73,6 +77,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--setting", default="careful_expert/genomeqa", help="reasoner/benchmark")
     ap.add_argument("--seeds", type=int, default=5)
+    ap.add_argument("--repeats", type=int, default=2)
     ap.add_argument("--out", type=Path, default=Path("reports/bench_setting.json"))
     args = ap.parse_args()
     root = Path.cwd()
@@ -81,12 +86,16 @@ def main() -> None:
         print(f"setting bench skipped: the table of {args.setting} is not built (`make run`)")
         return
     methods = yaml.safe_load((root / "params.yaml").read_text())["train"]["methods"]
-    seconds = {name: run_variant(name, change, args.setting, args.seeds, root)
-               for name, change in VARIANTS.items()}
+    times: dict[str, list[float]] = {name: [] for name in VARIANTS}
+    for _ in range(args.repeats):
+        for name, change in VARIANTS.items():
+            times[name].append(run_variant(name, change, args.setting, args.seeds, root))
+    seconds = {name: statistics.median(t) for name, t in times.items()}
     before = seconds["before"]
     report = {"setting": args.setting, "seeds": args.seeds, "methods": methods,
               "runs": args.seeds * len(methods), "cpus": os.cpu_count(),
-              "variants": [{"name": n, **VARIANTS[n], "seconds": s,
+              "repeats": args.repeats,
+              "variants": [{"name": n, **VARIANTS[n], "seconds": s, "all_seconds": times[n],
                             "s_per_run": s / (args.seeds * len(methods)),
                             "before_over_this": before / s} for n, s in seconds.items()]}
     atomic_write_text(json.dumps(report, indent=2) + "\n", args.out)

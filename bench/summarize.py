@@ -66,7 +66,8 @@ def setting_section(s: dict | None) -> list[str]:
     if not s:
         return []
     lines = ["", f"## One setting's train stage, whole ({s['setting']}, {s['runs']} runs: "
-             f"{len(s['methods'])} methods x {s['seeds']} seeds, no MLflow)", "",
+             f"{len(s['methods'])} methods x {s['seeds']} seeds, no MLflow; median of "
+             f"{s.get('repeats', 1)} turns each)", "",
              "| variant | threads per run | workers | projection cache | seconds | s per run | "
              "before / this |", "|---|---:|---:|---|---:|---:|---:|"]
     for v in s["variants"]:

@@ -240,13 +240,15 @@ def render(ran: AblationRun, rows: dict, vs_fgpo: dict, terms: list[dict],
         f"{', '.join(ran.cost_estimators)}. The other costs' tables are the main tables with "
         "reward = correct - cost x tools recomputed (no reasoner call).",
         "- Settings per estimator (tune/tuned.yaml): " + "; ".join(
-            f"{m}: {tuned.get(m, 'untuned')}" for m in estimators) + ". 'from X' = the nearest "
-        "tuned relative's values (no study of its own fitted the budget). Those values were "
-        "tuned for the relative's advantage scale: a std-normalised advantage is about 1/std "
-        "times a raw one, so an estimator that drops or adds the division (dr_grpo and rloo "
-        "from GRPO, fgpo_std from FGPO) trains at another effective step size than its "
-        "relative's optimum; the normalisation terms below carry that as well as the change "
-        "of estimator.",
+            f"{m}: {tuned.get(m, 'untuned')}" for m in estimators) + "." + (
+            " 'from X' = the nearest tuned relative's values (no study of its own). Those values "
+            "were tuned for the relative's advantage scale: a std-normalised advantage is about "
+            "1/std times a raw one, so an estimator that drops or adds the division trains at "
+            "another effective step size than its relative's optimum; the normalisation terms "
+            "below carry that as well as the change of estimator."
+            if any(str(tuned.get(m, "")).startswith("from ") for m in estimators) else
+            " Every estimator was tuned in its own equal-budget study, so no term below carries "
+            "a borrowed step size."),
         "- MLflow: every run is tagged `estimator` and `tool_cost` (group by them in the UI).",
         "",
         f"## Estimators at tool cost {main_cost:g}",
