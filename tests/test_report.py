@@ -317,7 +317,7 @@ def test_render_summary_has_every_section(fixture_settings):
         [{"method": "fgpo", "trials": 2, "complete": 2, "question_visits": [8.0],
           "reward_evals_median": 0.0, "best": 0.5, "chosen": {"beta": 0.02}}], {"epochs": 3})
     assert "its own values from an equal-budget study" in tuned
-    assert "| FGPO | 2 (2) | 8 | 0 | 0.5000 | — | — | `beta` = 0.02 |" in tuned
+    assert "| FGPO | 2 (2) | 8 | 0 | 0.5000 | — | — | — | `beta` = 0.02 |" in tuned
     # where checkpoints fall: FGPO picks point 1 (step 1) under both seeds; GRPO point 2 under
     # seed 0 and step 0 under seed 1, each of 2 points after step 0
     conv = secs["Convergence and checkpoints"]
@@ -381,7 +381,7 @@ def test_tuning_numbers_best_so_far_and_section_by_hand():
         "state": ["COMPLETE", "COMPLETE", "COMPLETE", "FAIL", "COMPLETE", "COMPLETE"],
         "value": [0.5, 0.7, 0.6, None, 0.4, 0.45],
         "question_visits": [1440.0] * 6, "reward_evals": [0, 0, 0, None, 11520.0, 5760.0],
-        "params": ["{}"] * 6})
+        "params": ["{}", "{}", '{"learning_rate": 0.002}', "{}", "{}", "{}"]})
     nums = tuning_numbers(trials, {"fgpo": {"learning_rate": 0.002}, "grpo": {}})
     f, g = nums
     assert (f["trials"], f["complete"], f["best"]) == (3, 3, 0.7)
@@ -393,9 +393,11 @@ def test_tuning_numbers_best_so_far_and_section_by_hand():
     assert best[best.method == "grpo"]["trial"].tolist() == [1, 2]   # the failed one left out
     text = tuning_section(nums, {"settings": ["a/x", "b/y"], "epochs": 2, "train_seed": 100})
     # FGPO's best (0.7) is its second of three trials, within the first two thirds: no gain
-    assert "| FGPO | 3 (3) | 1,440 | 0 | 0.7000 | 2 of 3 | +0.0000 | `learning_rate` = 0.002 |" \
+    # the chosen values are trial 2's (matched by its params), not the best trial 1's
+    assert "| FGPO | 3 (3) | 1,440 | 0 | 0.7000 | 2 of 3 | +0.0000 | 2 (0.6000) | " \
+        "`learning_rate` = 0.002 |" in text
+    assert "| GRPO | 3 (2) | 1,440 | 8,640 | 0.4500 | 2 of 2 | +0.0000 | — | (not written) |" \
         in text
-    assert "| GRPO | 3 (2) | 1,440 | 8,640 | 0.4500 | 2 of 2 | +0.0000 | (not written) |" in text
     assert "2 epochs of every train question of each tuning setting (a/x, b/y)" in text
     assert "trained with seed 100 (none of the evaluation seeds)" in text
     # a study still improving: its last trial lifts the first two's best by 0.15

@@ -7,6 +7,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 import yaml
 from mlflow.tracking import MlflowClient
@@ -95,7 +96,7 @@ def test_every_method_gets_the_same_trials_and_budget_and_a_resume_repeats_nothi
     assert {r["question_visits"] for r in rows} == {float(n_train)}
     grpo_evals = {r["reward_evals"] for r in rows if r["method"] == "grpo"}
     assert grpo_evals <= {2.0 * n_train, 4.0 * n_train}   # G draws per visit, G in {2, 4}
-    assert set(chosen(studies)) == {"fgpo", "grpo"}
+    assert set(chosen(studies, cfg)) == {"fgpo", "grpo"}
     # MLflow: one parent per study, its trials nested under it
     client = MlflowClient()
     exp = client.get_experiment_by_name("fgpo-tune")
@@ -223,3 +224,31 @@ def test_tune_workers_share_a_study_through_the_sweeps_engine(tmp_path, monkeypa
     monkeypatch.setenv(STORAGE_ENV, "postgresql://u@h/env")
     assert resolve_storage(None, cfg) == "postgresql://u@h/env"
     assert resolve_storage("sqlite:///cli.db", cfg) == "sqlite:///cli.db"
+
+
+def test_the_chosen_trial_is_the_one_farthest_inside_the_ranges_among_those_tied():
+    """Trials within tune.tie_tolerance of the best are tied (one seed each: smaller
+    differences are noise); the chosen one lies farthest inside the ranges, by hand."""
+    import optuna
+    from fgpo.sweep.space import parse_space
+    from fgpo.sweep.tune import inside, pick
+    dims = parse_space({"learning_rate": {"type": "float", "low": 1e-4, "high": 1e-1,
+                                          "log": True},
+                        "beta": {"type": "float", "low": 0.0, "high": 1.0}}, "tune.space.x")
+    # log10 fractions of the learning rate's 3 decades: 1.9e-4 -> 0.093, 4.6e-4 -> 0.221
+    assert inside({"learning_rate": 1e-3, "beta": 0.5}, dims) == pytest.approx(1 / 3)
+    assert inside({"learning_rate": 1.9e-4, "beta": 0.5}, dims) == pytest.approx(
+        np.log10(1.9) / 3, abs=1e-9)
+
+    def trial(value, lr, beta):
+        return optuna.trial.create_trial(
+            params={"learning_rate": lr, "beta": beta}, value=value,
+            distributions={"learning_rate": optuna.distributions.FloatDistribution(
+                1e-4, 1e-1, log=True), "beta": optuna.distributions.FloatDistribution(0, 1)})
+    trials = [trial(0.8714, 1.9e-4, 0.5),    # the best, its learning rate at a bound
+              trial(0.8705, 4.6e-4, 0.5),    # 0.0009 lower: tied, and inside the ranges
+              trial(0.8600, 1e-3, 0.5)]      # farther inside, but clearly worse
+    assert pick(trials, dims, tolerance=0.002) is trials[1]
+    assert pick(trials, dims, tolerance=0.0) is trials[0]     # no tolerance: the best
+    with pytest.raises(InputError):
+        tune_config(tie_tolerance=-0.1)

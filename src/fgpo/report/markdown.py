@@ -398,14 +398,17 @@ def tuning_section(tuning: list[dict[str, Any]], tune: dict[str, Any]) -> str:
              f"({settings}) per trial, trained with seed {seed} (none of the evaluation seeds), "
              "scored by the validation expected reward at the best-validation checkpoint "
              "averaged over those settings. The chosen values (`tune/tuned.yaml`) are what "
-             "every setting above trained with. *Best at*: the complete trial that set the "
-             "best objective; *last third adds*: how much the last third of the trials raised "
-             "the best of the first two thirds (0: the study had stopped improving; the tuning "
-             "figure shows the curves). A value marked † lies within 10% of its range's bound "
-             "(log scale where the range is).", "",
+             "every setting above trained with: of the trials within "
+             f"{tune.get('tie_tolerance', 0)} of the best objective (one seed per trial: smaller "
+             "differences are noise), the one farthest inside the search ranges. *Best at*: the "
+             "complete trial that set the best objective; *last third adds*: how much the last "
+             "third of the trials raised the best of the first two thirds (0: the study had "
+             "stopped improving; the tuning figure shows the curves). A value marked † lies "
+             "within 10% of its range's bound (log scale where the range is).", "",
              "| method | trials (complete) | question visits per trial | reward evaluations per "
-             "trial (median) | best objective | best at | last third adds | chosen values |",
-             "|---|---:|---:|---:|---:|---:|---:|---|"]
+             "trial (median) | best objective | best at | last third adds | chosen trial "
+             "(objective) | chosen values |",
+             "|---|---:|---:|---:|---:|---:|---:|---:|---|"]
     for t in tuning:
         visits = " / ".join(f"{v:,.0f}" for v in t["question_visits"]) or "—"
         bound = set(t.get("at_bound", []))
@@ -414,10 +417,12 @@ def tuning_section(tuning: list[dict[str, Any]], tune: dict[str, Any]) -> str:
                            for k, v in sorted(t["chosen"].items())) or "(not written)"
         best_at = "—" if t.get("best_at") is None else f"{t['best_at']} of {t['complete']}"
         gain = "—" if t.get("last_third_gain") is None else f"{t['last_third_gain']:+.4f}"
+        picked = ("—" if t.get("chosen_trial") is None else
+                  f"{t['chosen_trial']} ({t['chosen_value']:.4f})")
         lines.append(f"| {t['method'].upper()} | {t['trials']} ({t['complete']}) | {visits} | "
                      f"{_n(t['reward_evals_median'])} | "
                      f"{'—' if t['best'] is None else format(t['best'], '.4f')} | {best_at} | "
-                     f"{gain} | {chosen} |")
+                     f"{gain} | {picked} | {chosen} |")
     return "\n".join(lines)
 
 

@@ -9,6 +9,7 @@ hand-made data.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, replace
 from typing import Any, Sequence
 
@@ -730,6 +731,7 @@ def tuning_numbers(trials: pd.DataFrame, tuned: dict[str, dict[str, Any]],
         head = values[: int(np.ceil(2 * len(values) / 3))]
         chosen = dict(tuned.get(method) or {})
         dims = (space or {}).get(method) or {}
+        picked = done[[json.loads(p) == chosen for p in done["params"]]] if chosen else done[:0]
         out.append({
             "method": method, "trials": len(t), "complete": len(done),
             "question_visits": sorted(set(done["question_visits"].astype(float))),
@@ -738,6 +740,8 @@ def tuning_numbers(trials: pd.DataFrame, tuned: dict[str, dict[str, Any]],
             "best_at": int(np.argmax(values)) + 1 if len(values) else None,
             "last_third_gain": float(values.max() - head.max()) if len(values) else None,
             "at_bound": sorted(k for k, v in chosen.items() if k in dims and at_bound(v, dims[k])),
+            "chosen_trial": int(picked["trial"].iloc[0]) if len(picked) else None,
+            "chosen_value": float(picked["value"].iloc[0]) if len(picked) else None,
             "chosen": chosen})
     return out
 

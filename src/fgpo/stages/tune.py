@@ -28,7 +28,7 @@ from fgpo.sweep.storage import open_storage
 from fgpo.sweep.tune import (TuneConfig, chosen, complete, resolve_storage, run_tune,
                              study_name, trials_table)
 from fgpo.train.config import TrainConfig
-from fgpo.train.overrides import TUNED_PARAMS, resolve, write_tuned
+from fgpo.train.overrides import TUNED_PARAMS, read_tuned, resolve, write_tuned
 from fgpo.train.settings import resolve_device
 from fgpo.workers import fork_pool
 
@@ -69,7 +69,7 @@ def main(params: Path = DEFAULT_PARAMS, data: Path = Path("data"), storage: str 
         raise InputError(f"studies ended with fewer than {cfg.n_trials} complete trials "
                          f"({short}; see {trials}): tune/tuned.yaml left as it was; rerun "
                          "`make tune` to continue", field="tune")
-    write_tuned(chosen(studies), tuned)
+    write_tuned(chosen(studies, cfg), tuned)
     return studies
 
 
@@ -115,12 +115,12 @@ def write_trials(studies: dict[str, optuna.Study], path: Path) -> None:
     atomic_write_text(pd.DataFrame(trials_table(studies)).to_csv(index=False), path)
 
 
-def outcome(studies: dict[str, optuna.Study]) -> list[str]:
-    """What `fgpo tune` prints: per method, its trials and chosen values."""
+def outcome(studies: dict[str, optuna.Study], tuned: Path = TUNED_PARAMS) -> list[str]:
+    """What `fgpo tune` prints: per method, its trials, best objective and chosen values."""
     lines = []
     for method, study in studies.items():
         done = complete(study)
         lines.append(f"{method}: {len(done)} complete trials, best val/expected_reward "
-                     f"{study.best_value:.4f} (trial {study.best_trial.number}): "
-                     f"{study.best_params}" if done else f"{method}: no complete trial")
-    return lines + [f"-> {TUNED_PARAMS} (the train stage applies it; `make run` retrains)"]
+                     f"{study.best_value:.4f} (trial {study.best_trial.number}); chosen: "
+                     f"{read_tuned(method, tuned)}" if done else f"{method}: no complete trial")
+    return lines + [f"-> {tuned} (the train stage applies it; `make run` retrains)"]

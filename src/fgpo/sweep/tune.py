@@ -77,6 +77,10 @@ class TuneConfig:
     seed: int = 0
     """TPE sampler seed: trial n draws from seed + n (as a sweep's), so workers started together
     on one study differ and a resumed study goes on as an uninterrupted one would."""
+    tie_tolerance: float = 0.002
+    """Trials whose objective is within this of the best count as tied (one training seed per
+    trial: smaller differences are noise); of those, the chosen one lies farthest inside the
+    search ranges, so a flat objective does not put the chosen value at a range's edge."""
     train_seed: int = 100
     """The training seed of every trial's runs (data order, sampled groups, head init). Never
     one of train.seeds: values chosen on a seed's runs and then evaluated on the same seed's
@@ -104,6 +108,8 @@ class TuneConfig:
             check_number(getattr(self, name), f"tune.{name}", "a whole number",
                          ge=1 if name in ("n_trials", "epochs", "evals_per_epoch", "workers")
                          else 0, integer=True)
+        check_number(self.tie_tolerance, "tune.tie_tolerance", "set 0 to take the best trial, "
+                     "or a small objective difference, e.g. 0.002", ge=0)
         if not self.settings:
             raise InputError("declare at least one tuning setting <reasoner>/<benchmark>",
                              field="tune.settings")
@@ -257,6 +263,33 @@ def trials_table(studies: dict[str, optuna.Study]) -> list[dict[str, Any]]:
     return rows
 
 
-def chosen(studies: dict[str, optuna.Study]) -> dict[str, dict[str, Any]]:
-    """method -> the best COMPLETE trial's values (the tuned file's content)."""
-    return {m: dict(s.best_params) for m, s in studies.items() if complete(s)}
+def inside(params: dict[str, Any], dims: list[Dimension]) -> float:
+    """How far inside its ranges a trial's values lie: the smallest distance to a bound, as a
+    fraction of the range (log scale for a log range); categorical dimensions do not count."""
+    fracs = []
+    for d in dims:
+        if d.low is None or d.high is None or d.name not in params:
+            continue
+        lo, hi, v = float(d.low), float(d.high), float(params[d.name])
+        if d.log:
+            lo, hi, v = np.log(lo), np.log(hi), np.log(v)
+        f = (v - lo) / (hi - lo)
+        fracs.append(min(f, 1 - f))
+    return min(fracs) if fracs else 0.5
+
+
+def pick(trials: list[optuna.trial.FrozenTrial], dims: list[Dimension], tolerance: float
+         ) -> optuna.trial.FrozenTrial:
+    """The chosen trial: of the complete trials whose objective is within `tolerance` of the
+    best (differences the objective's noise can make), the one farthest inside the ranges
+    (ties: the higher objective, then the earlier trial). A value at a bound is chosen only
+    where the objective prefers the bound by more than the tolerance."""
+    best = max(t.value for t in trials)
+    tied = [t for t in trials if t.value >= best - tolerance]
+    return max(tied, key=lambda t: (inside(t.params, dims), t.value, -t.number))
+
+
+def chosen(studies: dict[str, optuna.Study], cfg: TuneConfig) -> dict[str, dict[str, Any]]:
+    """method -> the chosen trial's values (`pick`; the tuned file's content)."""
+    return {m: dict(pick(complete(s), cfg.dimensions(m), cfg.tie_tolerance).params)
+            for m, s in studies.items() if complete(s)}
