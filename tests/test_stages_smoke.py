@@ -582,8 +582,9 @@ def test_a_killed_setting_takes_its_workers_with_it_and_resumes(built, tmp_path)
     proc.kill()
     proc.wait()
     deadline = time.time() + 60  # the workers' SIGTERM: each ends its run, then exits
-    while time.time() < deadline and any(r.info.status == "RUNNING" for r in _runs(uri)):
-        time.sleep(0.2)
+    while time.time() < deadline and (not _safe_runs(uri) or any(
+            r.info.status == "RUNNING" for r in _safe_runs(uri))):
+        time.sleep(0.5)
     assert sorted(r.info.status for r in _runs(uri)) == ["KILLED", "KILLED"]
     r = subprocess.run(cmd, cwd=tmp_path, env=_env(MLFLOW_TRACKING_URI=uri),
                        capture_output=True, text=True)
