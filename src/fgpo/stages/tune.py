@@ -12,6 +12,7 @@ nothing).
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -84,6 +85,8 @@ def run_studies(cfg: TuneConfig, starts: dict[str, TrainConfig], runs: dict, url
     global _SHARED
     cpu = all(resolve_device(c.device).type == "cpu" for c in starts.values())
     if cfg.workers > 1 and len(starts) > 1 and cpu:
+        # one thread per study process, so `workers` studies share the cores without contention
+        starts = {m: replace(c, threads=1) for m, c in starts.items()}
         _SHARED = (cfg, starts, runs, url, tracking)
         try:
             with fork_pool(min(cfg.workers, len(starts)), maxtasksperchild=1) as pool:

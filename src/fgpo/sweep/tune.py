@@ -86,9 +86,10 @@ class TuneConfig:
     one of train.seeds: values chosen on a seed's runs and then evaluated on the same seed's
     runs would carry that seed's luck into the comparison (`fgpo tune` refuses it)."""
     workers: int = 2
-    """Studies run side by side, one process per method (each run single-threaded at
-    train.threads: 1): `make tune` takes about 1/workers of its serial time on that many
-    cores. Changes no result: each study is seeded per trial and runs in one process."""
+    """Studies run side by side, one process per method, each run single-threaded (torch
+    threads 1 whatever train.threads says, so the processes share the cores): `make tune` takes
+    about 1/workers of its serial time on that many cores. 1: the studies one after another
+    at train.threads."""
     n_startup_trials: int = 4
     """Random trials before TPE models the space."""
     storage: str = "sqlite:///tune/optuna.db"
