@@ -140,7 +140,7 @@ def record_best(best: dict[str, Any], method: str, reasoner: str, benchmark: str
 
 TUNED_PARAMS = Path("tune/tuned.yaml")
 TUNED_HEADER = ("# Each method's tuned values (method -> dotted train path -> value), written by "
-                "`make tune`\n# (`fgpo tune`: the best trial of the method's equal-budget study). "
+                "`make tune`\n# (`fgpo tune`: the chosen trial of the method's equal-budget study). "
                 "The train stage\n# applies them over params.yaml's train section (a DVC params "
                 "file of `train`); {} = untuned.\n")
 
