@@ -5,6 +5,9 @@ from __future__ import annotations
 import json
 import os
 import signal
+import subprocess
+import sys
+import textwrap
 from pathlib import Path
 from urllib.parse import unquote
 
@@ -124,6 +127,60 @@ def test_sigterm_becomes_system_exit() -> None:
         signal.pause()  # never reached when the handler raises
     assert info.value.code == 128 + signal.SIGTERM
     assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL  # the old handler is back
+
+
+def _python(code: str) -> subprocess.CompletedProcess:
+    """`code` in a fresh interpreter (signals and the unraisable hook are process-wide)."""
+    return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True,
+                          text=True, timeout=60)
+
+
+def test_a_second_sigterm_does_not_cut_the_ending_short() -> None:
+    """A worker's parent-death signal comes again as each thread of the dying parent exits: the
+    ending (the MLflow run set KILLED) runs to its end all the same."""
+    out = _python("""
+        import os, signal, time
+        from fgpo.tracking import sigterm_as_exit
+        try:
+            with sigterm_as_exit():
+                try:
+                    os.kill(os.getpid(), signal.SIGTERM)
+                    time.sleep(30)
+                except SystemExit:
+                    os.kill(os.getpid(), signal.SIGTERM)  # the second one, while ending
+                    time.sleep(0.3)
+                    print("ended", flush=True)
+                    raise
+        except SystemExit as exc:
+            print("exit", exc.code)
+    """)
+    assert out.stdout.split() == ["ended", "exit", "143"], out.stderr
+
+
+def test_a_sigterm_python_drops_in_a_finaliser_is_sent_again() -> None:
+    """Python drops an exception raised in `__del__` or a weakref callback (tqdm's `__del__` was
+    caught so): the signal is sent again and ends the process's work as if it had landed
+    anywhere else, instead of being lost."""
+    out = _python("""
+        import os, signal, time
+        from fgpo.tracking import sigterm_as_exit
+
+        class Finaliser:
+            def __del__(self):
+                os.kill(os.getpid(), signal.SIGTERM)  # the handler runs in here
+                sum(range(1000))
+
+        try:
+            with sigterm_as_exit():
+                item = Finaliser()
+                del item
+                time.sleep(30)
+                print("lost")
+        except SystemExit as exc:
+            print("exit", exc.code)
+    """)
+    assert "Exception ignored" in out.stderr  # the drop happened, as in the wild
+    assert out.stdout.split() == ["exit", "143"], out.stderr
 
 
 # ---- MLflow's own concepts: experiment kind, DVC experiment tags, UI links --------------------

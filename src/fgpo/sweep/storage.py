@@ -19,9 +19,11 @@ import logging
 import os
 import socket
 import time
+from contextlib import nullcontext
 from pathlib import Path
 
 import optuna
+from filelock import FileLock
 from optuna.storages import JournalStorage, RDBStorage, RetryHeartbeatStaleTrialCallback
 from optuna.storages.journal import JournalFileBackend
 from sqlalchemy.exc import IntegrityError, ProgrammingError
@@ -71,15 +73,21 @@ def open_storage(url: str, field: str, heartbeat_interval: int = 30, grace_perio
             raise InputError("a journal storage is a file, not a folder", file=url, field=field)
         path.parent.mkdir(parents=True, exist_ok=True)
         return JournalStorage(JournalFileBackend(str(path)))
+    lock = nullcontext()
     if url.startswith("sqlite:///"):
-        Path(url[len("sqlite:///"):]).parent.mkdir(parents=True, exist_ok=True)
+        db = Path(url[len("sqlite:///"):])
+        db.parent.mkdir(parents=True, exist_ok=True)
+        # processes opening a new SQLite file together would each create Optuna's tables and
+        # all but one fail (`table alembic_version already exists`): one creates, under a lock
+        lock = FileLock(str(db) + ".init.lock", timeout=300)
     try:
         for attempt in range(3):
             try:
-                return RDBStorage(url, heartbeat_interval=heartbeat_interval,
-                                  grace_period=grace_period,
-                                  heartbeat_stale_trial_callback=RetryAndEndRun(max_retry=1),
-                                  engine_kwargs={"pool_pre_ping": True})
+                with lock:
+                    return RDBStorage(url, heartbeat_interval=heartbeat_interval,
+                                      grace_period=grace_period,
+                                      heartbeat_stale_trial_callback=RetryAndEndRun(max_retry=1),
+                                      engine_kwargs={"pool_pre_ping": True})
             except (IntegrityError, ProgrammingError):
                 # workers started together on a new database race to create Optuna's tables
                 # (PostgreSQL: a duplicate pg_type key); the loser finds them made a moment later

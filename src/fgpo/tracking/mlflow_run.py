@@ -25,6 +25,8 @@ from __future__ import annotations
 import logging
 import os
 import signal
+import sys
+import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -141,17 +143,36 @@ def end_if_running(run_id: str, status: str = "KILLED", uri: str | None = None) 
 
 @contextmanager
 def sigterm_as_exit() -> Iterator[None]:
-    """SIGTERM (a scheduler or `kill`) raises SystemExit, so runs end as KILLED, not RUNNING."""
+    """SIGTERM (a scheduler or `kill`) raises SystemExit, so runs end as KILLED, not RUNNING.
+
+    One SIGTERM, one orderly end: the handler ignores the signals that follow while the runs are
+    ended (the kernel sends a worker's parent-death signal again as each thread of its dying
+    parent exits, which would cut the ending short). A SystemExit raised while Python runs a
+    `__del__` or a weakref callback is dropped by the interpreter ("Exception ignored in ..."):
+    the unraisable hook sees it and sends the signal again, so it lands in the code proper."""
+    code = 128 + signal.SIGTERM
+
     def handler(signum, frame):  # noqa: ARG001
+        signal.signal(signum, signal.SIG_IGN)
         raise SystemExit(128 + signum)
+
+    def unraisable(info) -> None:
+        hook(info)
+        if isinstance(info.exc_value, SystemExit) and info.exc_value.code == code:
+            signal.signal(signal.SIGTERM, handler)
+            # from another thread: sent from here, it could be raised in this hook and dropped
+            threading.Timer(0.01, os.kill, (os.getpid(), signal.SIGTERM)).start()
+
     try:
         previous = signal.signal(signal.SIGTERM, handler)
     except ValueError:  # not the main thread: leave signals alone
         yield
         return
+    hook, sys.unraisablehook = sys.unraisablehook, unraisable
     try:
         yield
     finally:
+        sys.unraisablehook = hook
         signal.signal(signal.SIGTERM, previous)
 
 
@@ -199,14 +220,15 @@ class Tracker:
             run = self.client.create_run(exp_id, run_name=run_name,
                                          tags=resolve_tags(all_tags))
             run_id = run.info.run_id
-            if on_create is not None:
-                on_create(run_id)
-            flat = flatten(redact(params))
-            items = [mlflow.entities.Param(k, str(v)[:6000]) for k, v in flat.items()]
             try:
+                if on_create is not None:
+                    on_create(run_id)
+                flat = flatten(redact(params))
+                items = [mlflow.entities.Param(k, str(v)[:6000]) for k, v in flat.items()]
                 self.client.log_batch(run_id, params=items)  # the client splits it
-            except BaseException:  # interrupted before the caller holds the run: end it here
-                self.client.set_terminated(run_id, status="KILLED")
+            except BaseException as exc:  # before the caller holds the run: end it here
+                self.client.set_terminated(
+                    run_id, status="FAILED" if isinstance(exc, Exception) else "KILLED")
                 raise
         else:  # resume: remember what is logged so that no point is logged twice
             for key in self.client.get_run(run_id).data.metrics:
