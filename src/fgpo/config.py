@@ -139,6 +139,15 @@ def check_number(value: Any, field: str, fix: str, *, gt: float | None = None,
         raise InputError(f"{name} must be {rule}, got {value!r}; {fix}", field=field)
 
 
+def range_fraction(value: float, low: float, high: float, log: bool = False) -> float:
+    """Where `value` lies in [low, high]: 0 at low, 1 at high, on the log scale for a log range
+    (a search space's dimension; the tuning's choice and the report's at-bound mark read it)."""
+    lo, hi, v = float(low), float(high), float(value)
+    if log:
+        lo, hi, v = math.log(lo), math.log(hi), math.log(v)
+    return (v - lo) / (hi - lo)
+
+
 def load_part(cls: type[T], section: str, path: str | Path = DEFAULT_PARAMS) -> T:
     """`cls`'s part of `params.yaml[section]`: the keys that are its fields, validated; the
     section's other keys belong to another reader (which validates them), so they are passed

@@ -14,7 +14,7 @@ from fgpo.benchmarks import evidence
 from fgpo.benchmarks.config import ImportConfig, PrepareConfig
 from fgpo.report.config import ReportConfig
 from fgpo.report.data import BASELINES, SettingData, family_methods
-from fgpo.report.numbers import FLAT, Group, Interval, Overall, SettingRow
+from fgpo.report.numbers import FLAT, Comparison, Group, Overall, SettingRow
 from fgpo.report.paper import PAPER
 from fgpo.tools.toolset import ToolsConfig
 
@@ -30,7 +30,7 @@ def _heads(methods: list[str]) -> str:
     return " | ".join(m.upper() for m in methods)
 
 
-def _ci(iv: Interval, scale: float = 100, fmt: str = "+.1f") -> str:
+def _ci(iv: Comparison, scale: float = 100, fmt: str = "+.1f") -> str:
     """`mean [lo, hi]` of a paired comparison, in points by default."""
     return (f"{format(scale * iv.mean, fmt)} [{format(scale * iv.lo, fmt)}, "
             f"{format(scale * iv.hi, fmt)}]")

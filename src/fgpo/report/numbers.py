@@ -16,6 +16,7 @@ from typing import Any, Sequence
 import numpy as np
 import pandas as pd
 
+from fgpo.config import range_fraction
 from fgpo.errors import InputError
 from fgpo.report.config import ReportConfig
 from fgpo.report.data import BASELINES, SettingData, mean_curve
@@ -50,7 +51,7 @@ def against(sel: pd.DataFrame, question_ids: list[str], values: np.ndarray, colu
 
 def compare(diff: np.ndarray, cfg: ReportConfig, prefix: str) -> dict[str, Any]:
     """Mean difference, paired bootstrap interval and verdict under `prefix`."""
-    return interval(diff, cfg).flat(prefix)
+    return comparison(diff, cfg).flat(prefix)
 
 
 # ---- the table's own baselines ---------------------------------------------------------------
@@ -129,7 +130,7 @@ def evals_to_target(fgpo: pd.DataFrame, grpo: pd.DataFrame, n_val: int
 # ---- one setting: typed rows --------------------------------------------------------------
 
 @dataclass
-class Interval:
+class Comparison:
     """A paired difference: mean, bootstrap interval, verdict (win | tie | loss), the
     bootstrap's two-sided p and the verdict after Holm's adjustment over the comparisons of its
     table (`with_holm`; "" until then)."""
@@ -149,10 +150,10 @@ class Interval:
         return out
 
 
-def interval(diff: np.ndarray, cfg: ReportConfig) -> Interval:
+def comparison(diff: np.ndarray, cfg: ReportConfig) -> Comparison:
     """Mean difference, paired bootstrap interval, verdict and p."""
     iv = paired_bootstrap(diff, cfg.n_boot, cfg.level, cfg.bootstrap_seed)
-    return Interval(iv.mean, iv.lo, iv.hi, verdict(iv), iv.p)
+    return Comparison(iv.mean, iv.lo, iv.hi, verdict(iv), iv.p)
 
 
 def seed_stability(diff: np.ndarray, cfg: ReportConfig) -> list[str]:
@@ -174,7 +175,7 @@ class MethodRow:
     """TEST_KEYS -> mean over seeds, plus accuracy_std and reward_std."""
     checkpoint_epoch: float
     seeds: int
-    vs_family_best: dict[str, Interval]
+    vs_family_best: dict[str, Comparison]
     """reward, accuracy -> the method minus the per-family best fixed subset."""
     last_epoch_change: float
     """Seed-mean validation expected reward at the end minus one epoch before."""
@@ -209,8 +210,8 @@ class Headline:
 
     exact: str
     sampled: str
-    accuracy: Interval
-    reward: Interval
+    accuracy: Comparison
+    reward: Comparison
     leave_one_out: list[str]
     """The accuracy verdict with each seed left out in turn (seed order; [] with one seed)."""
     cmh_p: float
@@ -350,7 +351,7 @@ def setting_numbers(s: SettingData, cfg: ReportConfig) -> SettingRow:
         test = {k: met[f"test/{k}"] for k in TEST_KEYS}
         test["accuracy_std"] = met.get("test/accuracy_std", 0.0)
         test["reward_std"] = met.get("test/reward_std", 0.0)
-        vs = {("reward" if col == "reward" else "accuracy"): interval(
+        vs = {("reward" if col == "reward" else "accuracy"): comparison(
                   against(s.selections[m], test_ids, base[rows, fam], col), cfg)
               for col, base in (("reward", s.test.reward), ("correct", s.test.correct))}
         methods[m] = MethodRow(test, met["checkpoint/epoch"], len(met.get("seeds", [0])), vs,
@@ -360,8 +361,8 @@ def setting_numbers(s: SettingData, cfg: ReportConfig) -> SettingRow:
     right = [score_matrix(s.selections[m], "correct") for m in (exact, sampled)]
     cmh = cmh_by_seed(right[0].to_numpy() > 0, right[1][right[0].columns].to_numpy() > 0)
     headline = Headline(
-        exact, sampled, interval(diff, cfg),
-        interval(paired(s.selections[exact], s.selections[sampled], "reward", s.name), cfg),
+        exact, sampled, comparison(diff, cfg),
+        comparison(paired(s.selections[exact], s.selections[sampled], "reward", s.name), cfg),
         seed_stability(diff, cfg), cmh.p, cmh.odds_ratio)
     # ---- budgets: the declared sampled schedule against the table, and evaluations to target ----
     n_train = int(s.table_stats["train/n_questions"])
@@ -410,7 +411,7 @@ def with_holm(rows: list[SettingRow], cfg: ReportConfig) -> list[SettingRow]:
     """The rows with every table's verdicts Holm-adjusted over its settings (one family per
     column: the headline's accuracy, its reward, and each method against the per-family best on
     reward and on accuracy); the unadjusted verdicts stay beside them."""
-    def adjust(ivs: list[Interval]) -> list[Interval]:
+    def adjust(ivs: list[Comparison]) -> list[Comparison]:
         held = holm_verdicts([i.outcome for i in ivs], [i.p for i in ivs], cfg.level)
         return [replace(i, holm=h) for i, h in zip(ivs, held)]
 
@@ -435,7 +436,7 @@ class Tally:
     losses: int
 
 
-def _holm_tally(intervals: list[Interval]) -> Tally:
+def _holm_tally(intervals: list[Comparison]) -> Tally:
     return _tally([i.holm or i.outcome for i in intervals])
 
 
@@ -709,10 +710,7 @@ def at_bound(value: Any, spec: dict[str, Any]) -> bool:
     categorical dimension)."""
     if "low" not in spec or "high" not in spec or spec.get("type") == "categorical":
         return False
-    lo, hi, v = float(spec["low"]), float(spec["high"]), float(value)
-    if spec.get("log"):
-        lo, hi, v = np.log(lo), np.log(hi), np.log(v)
-    frac = (v - lo) / (hi - lo)
+    frac = range_fraction(value, spec["low"], spec["high"], bool(spec.get("log")))
     return bool(frac < BOUND_MARGIN or frac > 1 - BOUND_MARGIN)
 
 

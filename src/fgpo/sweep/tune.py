@@ -30,7 +30,7 @@ from optuna.study import MaxTrialsCallback
 from optuna.trial import TrialState
 from tqdm import tqdm
 
-from fgpo.config import check_number
+from fgpo.config import check_number, range_fraction
 from fgpo.errors import InputError
 from fgpo.redact import redact_url
 from fgpo.rewards.table import RunData
@@ -267,16 +267,9 @@ def trials_table(studies: dict[str, optuna.Study]) -> list[dict[str, Any]]:
 def inside(params: dict[str, Any], dims: list[Dimension]) -> float:
     """How far inside its ranges a trial's values lie: the smallest distance to a bound, as a
     fraction of the range (log scale for a log range); categorical dimensions do not count."""
-    fracs = []
-    for d in dims:
-        if d.low is None or d.high is None or d.name not in params:
-            continue
-        lo, hi, v = float(d.low), float(d.high), float(params[d.name])
-        if d.log:
-            lo, hi, v = np.log(lo), np.log(hi), np.log(v)
-        f = (v - lo) / (hi - lo)
-        fracs.append(min(f, 1 - f))
-    return min(fracs) if fracs else 0.5
+    fracs = [range_fraction(params[d.name], d.low, d.high, d.log) for d in dims
+             if d.low is not None and d.high is not None and d.name in params]
+    return min((min(f, 1 - f) for f in fracs), default=0.5)
 
 
 def pick(trials: list[optuna.trial.FrozenTrial], dims: list[Dimension], tolerance: float
