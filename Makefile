@@ -9,7 +9,7 @@ export FGPO_CACHE_DIR ?= $(CURDIR)/.cache/fgpo
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 
-.PHONY: install run test readme bench clean ui sweep tune ablation dashboard
+.PHONY: install run test test-slow readme bench clean ui sweep tune ablation dashboard
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -38,9 +38,13 @@ tune: install
 ablation: install
 	$(BIN)/python bench/time_repro.py --out reports/ablation_time.json ablation/dvc.yaml
 
-## Tests, the slow end-to-end checks included (PYTEST_ARGS="-m 'not slow'" skips them).
+## Tests: `make test` all but the slow end-to-end checks (about 10 minutes on 2 cores);
+## `make test-slow` those (a whole dvc repro, killed workers, real collections); CI runs both.
 test: install
-	$(BIN)/python -m pytest -q $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -q -m "not slow" $(PYTEST_ARGS)
+
+test-slow: install
+	$(BIN)/python -m pytest -q -m slow $(PYTEST_ARGS)
 
 bench: install
 	$(BIN)/python bench/bench_tools.py
