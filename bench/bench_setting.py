@@ -6,10 +6,13 @@ folder, one after another in this run, so the ratios compare like with like:
 
   * before: one process, `threads: 2`, runs one after another, no projection cache (the stage
     as it was: torch's two threads inside each run);
+  * projection cache: the same with the lowest adapted layer's frozen q/k/v kept
+    (`policy.cache_frozen_projections`);
   * 2 workers: `threads: 1`, `workers: 2` (each run single-threaded in one of two processes
     forked after the frozen layers are computed);
-  * 2 workers + projection cache: the same with the lowest adapted layer's frozen q/k/v kept
-    (`policy.cache_frozen_projections`): the pipeline's way.
+  * 2 workers + projection cache: both.
+
+The variant whose threads, workers and cache are params.yaml's is the pipeline's way (marked).
 
 The variants take turns (A B C A B C ...) --repeats times and each is quoted by its median, so
 a drift of the machine's speed falls on all of them alike. Also the seconds per (method, seed)
@@ -38,6 +41,7 @@ from fgpo.seqio import atomic_write_text
 
 VARIANTS = {
     "before": {"threads": 2, "workers": 1, "cache_frozen_projections": False},
+    "projection cache": {"threads": 2, "workers": 1, "cache_frozen_projections": True},
     "2 workers": {"threads": 1, "workers": 2, "cache_frozen_projections": False},
     "2 workers + projection cache": {"threads": 1, "workers": 2,
                                      "cache_frozen_projections": True},
@@ -85,7 +89,10 @@ def main() -> None:
     if not (root / "data" / "reward_tables" / reasoner / f"{benchmark}.parquet").exists():
         print(f"setting bench skipped: the table of {args.setting} is not built (`make run`)")
         return
-    methods = yaml.safe_load((root / "params.yaml").read_text())["train"]["methods"]
+    train = yaml.safe_load((root / "params.yaml").read_text())["train"]
+    methods = train["methods"]
+    ours = {"threads": train["threads"], "workers": train["workers"],
+            "cache_frozen_projections": train["policy"]["cache_frozen_projections"]}
     times: dict[str, list[float]] = {name: [] for name in VARIANTS}
     for _ in range(args.repeats):
         for name, change in VARIANTS.items():
@@ -97,7 +104,8 @@ def main() -> None:
               "repeats": args.repeats,
               "variants": [{"name": n, **VARIANTS[n], "seconds": s, "all_seconds": times[n],
                             "s_per_run": s / (args.seeds * len(methods)),
-                            "before_over_this": before / s} for n, s in seconds.items()]}
+                            "before_over_this": before / s, "pipeline": VARIANTS[n] == ours}
+                           for n, s in seconds.items()]}
     atomic_write_text(json.dumps(report, indent=2) + "\n", args.out)
     print(f"wrote {args.out}")
 
