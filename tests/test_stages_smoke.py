@@ -577,8 +577,10 @@ def test_a_killed_setting_takes_its_workers_with_it_and_resumes(built, tmp_path)
     proc = subprocess.Popen(cmd, cwd=tmp_path, env=_env(MLFLOW_TRACKING_URI=uri),
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline = time.time() + 300
+    # both workers training: each run has logged a metric point (not merely been created: a
+    # kill inside MLflow's create_run, before the worker holds the run's id, is not this test's)
     while time.time() < deadline and proc.poll() is None and sum(
-            r.info.status == "RUNNING" for r in _safe_runs(uri)) < 2:
+            r.info.status == "RUNNING" and bool(r.data.metrics) for r in _safe_runs(uri)) < 2:
         time.sleep(0.2)
     proc.kill()
     proc.wait()
