@@ -165,3 +165,15 @@ def test_verdict_needs_an_interval_that_excludes_zero():
     assert verdict(Interval(-0.02, -0.04, -0.001, 0.95)) == "loss"
     assert verdict(Interval(0.02, -0.001, 0.04, 0.95)) == "tie"
     assert verdict(Interval(0.0, 0.0, 0.0, 0.95)) == "tie"     # identical answers
+
+
+def test_drawn_counts_are_multinomial_multiplicities():
+    """Each replicate's counts sum to n, and every item is drawn with probability 1/n per draw:
+    mean count 1, variance (n - 1) / n, as Multinomial(n, 1/n) has."""
+    from fgpo.report.paired import draw_counts
+
+    counts = draw_counts(5, 200_000, np.random.default_rng(2))
+    assert counts.shape == (200_000, 5) and (counts.sum(1) == 5).all()
+    assert counts.mean(0) == pytest.approx(np.ones(5), abs=0.01)
+    assert counts.var(0) == pytest.approx(np.full(5, 4 / 5), abs=0.01)
+    assert (counts[:, 0] == 5).mean() == pytest.approx(5 ** -5, abs=2e-4)  # all five on item 0

@@ -187,3 +187,24 @@ def test_device_cpu_works_and_cuda_is_refused_where_there_is_none(questions):
                                       allow_degenerate_table=True),
                   _run_data(questions), seed=0, progress=False)
     assert e.value.field == "train.device"
+
+
+def test_a_one_question_input_example_does_not_evict_the_settings_states(questions):
+    """Logging a run's model runs MLflow's input-example check through the encoder (a policy
+    prepared on one question): the setting's states and projections must survive it, and a
+    third question set evicts the least recently used."""
+    encoder._FROZEN.clear()
+    encoder._PROJ.clear()
+    setting = _moved(PolicyConfig(lora_layers=[5]), questions)
+    example = _moved(PolicyConfig(lora_layers=[5]), questions[:1])
+    again = _moved(PolicyConfig(lora_layers=[5]), questions, seed=1)
+    assert again.frozen is setting.frozen and again.proj is setting.proj  # not recomputed
+    assert len(encoder._FROZEN) == len(encoder._PROJ) == 2
+    third = _moved(PolicyConfig(lora_layers=[5]), questions[:3])
+    assert len(encoder._FROZEN) == 2
+    assert encoder._FROZEN.get(encoder.frozen_key(
+        example.backbone_path, example.start, example.input_ids, example.attention_mask,
+        "cpu")) is None  # the least recently used went
+    assert third.frozen.shape[0] == 3 and encoder._FROZEN.get(encoder.frozen_key(
+        again.backbone_path, again.start, again.input_ids, again.attention_mask,
+        "cpu")) is setting.frozen

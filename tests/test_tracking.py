@@ -183,6 +183,38 @@ def test_a_sigterm_python_drops_in_a_finaliser_is_sent_again() -> None:
     assert out.stdout.split() == ["exit", "143"], out.stderr
 
 
+def test_a_sigterm_while_mlflow_creates_the_run_ends_that_run_killed(tmp_path: Path) -> None:
+    """The signal lands inside MLflow's `create_run`, after the run row exists and before the
+    caller holds its id: the run is ended KILLED (it was left RUNNING, its id known to nobody)."""
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    out = _python(f"""
+        import os, signal, time
+        from pathlib import Path
+        from mlflow.tracking import MlflowClient
+        from fgpo.tracking import Tracker, sigterm_as_exit
+
+        create = MlflowClient.create_run
+
+        def create_then_signal(self, *args, **kwargs):
+            run = create(self, *args, **kwargs)  # the row is written
+            os.kill(os.getpid(), signal.SIGTERM)
+            time.sleep(0.2)
+            return run
+
+        MlflowClient.create_run = create_then_signal
+        try:
+            with sigterm_as_exit():
+                Tracker("exp", "run", {{}}, {{"lr": 1}}, uri={uri!r}, root=Path({str(tmp_path)!r}))
+                print("lost")
+        except SystemExit as exc:
+            print("exit", exc.code)
+    """)
+    assert out.stdout.split() == ["exit", "143"], out.stderr
+    client = MlflowClient(uri)
+    (run,) = client.search_runs([client.get_experiment_by_name("exp").experiment_id])
+    assert run.info.status == "KILLED"
+
+
 # ---- MLflow's own concepts: experiment kind, DVC experiment tags, UI links --------------------
 def test_experiments_are_model_training_and_runs_carry_the_dvc_experiment(tmp_path, monkeypatch):
     """A new experiment, and one a store held from before, are marked model training; under

@@ -20,6 +20,7 @@ from __future__ import annotations
 import hashlib
 import os
 import warnings
+from collections import OrderedDict
 from pathlib import Path
 
 import torch
@@ -46,13 +47,36 @@ CACHEABLE = ("bert", "roberta", "xlm-roberta", "electra", "camembert", "mpnet")
 PROJECTABLE = ("BertLayer", "RobertaLayer", "XLMRobertaLayer", "ElectraLayer", "CamembertLayer")
 QKV = ("query", "key", "value")
 
+class Memo(OrderedDict):
+    """The last `size` entries used (least recently used out first): a training process
+    alternates between one setting's question set and, when it logs each run's model, MLflow's
+    check of a one-question input example; two entries keep the first from being recomputed
+    after every run, and no more than two question sets stay in memory."""
+
+    def __init__(self, size: int = 2) -> None:
+        super().__init__()
+        self.size = size
+
+    def get(self, key: str) -> torch.Tensor | None:
+        if key in self:
+            self.move_to_end(key)
+        return super().get(key)
+
+    def put(self, key: str, value: torch.Tensor) -> torch.Tensor:
+        self[key] = value
+        self.move_to_end(key)
+        while len(self) > self.size:
+            self.popitem(last=False)
+        return value
+
+
 # cache key -> hidden states entering the first adapted layer, [N, max_length, H]. The key holds
 # everything they depend on (backbone, first adapted layer, the token ids, which fix the texts,
 # tokenizer, max_length and sequence_window, and the device), so every run of a setting in one
 # process (methods x seeds) shares one entry and any change computes a new one.
-_FROZEN: dict[str, torch.Tensor] = {}
+_FROZEN = Memo()
 # the same key -> the first adapted layer's frozen projections of those states, [3, N, T, H]
-_PROJ: dict[str, torch.Tensor] = {}
+_PROJ = Memo()
 
 
 def frozen_key(backbone: str, start: int, input_ids: torch.Tensor,
@@ -128,16 +152,14 @@ class EncoderPolicy(Policy):
         memoised in this process (`_FROZEN`)."""
         key = frozen_key(self.backbone_path, self.start, self.input_ids, self.attention_mask,
                          self.device)
-        if key in _FROZEN:
-            return _FROZEN[key]
+        if (hidden := _FROZEN.get(key)) is not None:
+            return hidden
         on_disk = frozen_cache_dir() / f"{key[:32]}.pt" if Path(self.backbone_path).is_dir() \
             else None  # a hub name says nothing about the weights' revision: memory only
         if on_disk is not None and on_disk.exists():
             saved = torch.load(on_disk, map_location=self.device, weights_only=True)
             if saved["key"] == key:
-                _FROZEN.clear()
-                _FROZEN[key] = saved["hidden"]
-                return saved["hidden"]
+                return _FROZEN.put(key, saved["hidden"])
         bert = self.backbone.get_base_model()
         was_training = bert.training
         bert.eval()  # no dropout: the states are a pure function of the tokens
@@ -155,9 +177,7 @@ class EncoderPolicy(Policy):
             tmp = on_disk.with_suffix(f".{os.getpid()}.tmp")
             torch.save({"key": key, "hidden": hidden.cpu()}, tmp)
             os.replace(tmp, on_disk)
-        _FROZEN.clear()  # one question set at a time: a new one replaces it
-        _FROZEN[key] = hidden
-        return hidden
+        return _FROZEN.put(key, hidden)
 
     @torch.no_grad()
     def _frozen_projections(self, batch_size: int = 256) -> torch.Tensor | None:
@@ -172,13 +192,12 @@ class EncoderPolicy(Policy):
             return None
         key = frozen_key(self.backbone_path, self.start, self.input_ids, self.attention_mask,
                          self.device)
-        if key not in _PROJ:
+        if (proj := _PROJ.get(key)) is None:
             bases = [_base(getattr(sa, n)) for n in QKV]
-            _PROJ.clear()  # one question set at a time, as the frozen states
-            _PROJ[key] = torch.stack([torch.cat([b(self.frozen[i:i + batch_size])
-                                                 for i in range(0, len(self.frozen), batch_size)])
-                                      for b in bases])
-        return _PROJ[key]
+            proj = _PROJ.put(key, torch.stack([
+                torch.cat([b(self.frozen[i:i + batch_size])
+                           for i in range(0, len(self.frozen), batch_size)]) for b in bases]))
+        return proj
 
     def _first_adapted(self, layer: torch.nn.Module, hidden: torch.Tensor, proj: torch.Tensor,
                        attn: torch.Tensor | None) -> torch.Tensor:

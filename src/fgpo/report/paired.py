@@ -58,9 +58,16 @@ def bootstrap_means(diff: np.ndarray, n_boot: int, rng: np.random.Generator) -> 
     question (multinomial counts), which avoids building the resampled arrays.
     """
     n_seeds, n_questions = diff.shape
-    w_s = rng.multinomial(n_seeds, np.full(n_seeds, 1 / n_seeds), size=n_boot)
-    w_q = rng.multinomial(n_questions, np.full(n_questions, 1 / n_questions), size=n_boot)
+    w_s, w_q = draw_counts(n_seeds, n_boot, rng), draw_counts(n_questions, n_boot, rng)
     return np.einsum("bs,sq,bq->b", w_s, diff, w_q) / (n_seeds * n_questions)
+
+
+def draw_counts(n: int, n_boot: int, rng: np.random.Generator) -> np.ndarray:
+    """[n_boot, n] multiplicities of n items drawn n times with replacement: the draws
+    counted per replicate (one bincount over offset indices; numpy's multinomial with
+    size=n_boot draws replicate by replicate, about four times slower here)."""
+    draws = rng.integers(0, n, size=(n_boot, n)) + n * np.arange(n_boot)[:, None]
+    return np.bincount(draws.ravel(), minlength=n_boot * n).reshape(n_boot, n)
 
 
 def paired_bootstrap(diff: np.ndarray, n_boot: int = 10_000, level: float = 0.95,

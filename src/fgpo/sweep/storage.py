@@ -19,17 +19,16 @@ import logging
 import os
 import socket
 import time
-from contextlib import nullcontext
 from pathlib import Path
 
 import optuna
-from filelock import FileLock
 from optuna.storages import JournalStorage, RDBStorage, RetryHeartbeatStaleTrialCallback
 from optuna.storages.journal import JournalFileBackend
 from sqlalchemy.exc import IntegrityError, ProgrammingError
 
 from fgpo.errors import InputError
 from fgpo.redact import redact_text, redact_url, url_with_password_from_env
+from fgpo.tracking.mlflow_run import store_lock
 
 log = logging.getLogger(__name__)
 
@@ -73,13 +72,9 @@ def open_storage(url: str, field: str, heartbeat_interval: int = 30, grace_perio
             raise InputError("a journal storage is a file, not a folder", file=url, field=field)
         path.parent.mkdir(parents=True, exist_ok=True)
         return JournalStorage(JournalFileBackend(str(path)))
-    lock = nullcontext()
-    if url.startswith("sqlite:///"):
-        db = Path(url[len("sqlite:///"):])
-        db.parent.mkdir(parents=True, exist_ok=True)
-        # processes opening a new SQLite file together would each create Optuna's tables and
-        # all but one fail (`table alembic_version already exists`): one creates, under a lock
-        lock = FileLock(str(db) + ".init.lock", timeout=300)
+    # processes opening a new SQLite file together would each create Optuna's tables and all
+    # but one fail (`table alembic_version already exists`): one creates, under a lock
+    lock = store_lock(url)
     try:
         for attempt in range(3):
             try:

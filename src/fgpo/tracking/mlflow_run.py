@@ -11,10 +11,12 @@ runs table's Source column names the entry point and its commit. The fluent `sta
 not used: it keeps one active run per thread, while a sweep holds its study's run and a trial's
 run open at once, and resumes them from other processes by id.
 
-Three things MLflow's client does not do for us:
+What MLflow's client does not do for us:
 - a fresh SQLite store is created (schema migrations) by the first process that opens it; two
   processes starting together both migrate and one crashes, so `open_client` creates it under
   a file lock;
+- processes writing one SQLite store side by side (`train.workers`) log a run's datasets under
+  the store's lock (two inserting the same new dataset would collide);
 - a resumed run must not log the metric points it already has (a kill after step 46 and a
   resume from the step-40 checkpoint would otherwise log steps 41..46 twice);
 - credentials in params or tags (a storage URL with a password) are redacted before logging.
@@ -29,7 +31,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from pathlib import Path
 from typing import Any
 
@@ -67,13 +69,21 @@ def dvc_experiment_tags() -> dict[str, str]:
     return {tag: os.environ[var] for tag, var in env.items() if os.environ.get(var)}
 
 
+def store_lock(uri: str) -> FileLock | nullcontext:
+    """The lock beside a SQLite store (its creation, a run's dataset inputs); a server: none."""
+    if uri.startswith("sqlite:///"):
+        db = Path(uri[len("sqlite:///"):])
+        db.parent.mkdir(parents=True, exist_ok=True)
+        return FileLock(str(db) + ".init.lock", timeout=300)
+    return nullcontext()
+
+
 def open_client(uri: str) -> MlflowClient:
     """A client whose store exists: a new SQLite store is created once, under a file lock; the
     project's own store, copied or moved with its checkout, is re-rooted (`reroot_artifacts`)."""
     if uri.startswith("sqlite:///"):
         db = Path(uri[len("sqlite:///"):])
-        db.parent.mkdir(parents=True, exist_ok=True)
-        with FileLock(str(db) + ".init.lock", timeout=300):
+        with store_lock(uri):
             client = MlflowClient(uri)
             client.search_experiments(max_results=1)  # creates and migrates the schema
             if db.resolve() == (project_mlruns() / "mlflow.db").resolve():
@@ -154,6 +164,9 @@ def sigterm_as_exit() -> Iterator[None]:
 
     def handler(signum, frame):  # noqa: ARG001
         signal.signal(signum, signal.SIG_IGN)
+        if _DEFERRED["depth"]:  # inside `deferred_sigterm`: raised when the block ends
+            _DEFERRED["pending"] = 128 + signum
+            return
         raise SystemExit(128 + signum)
 
     def unraisable(info) -> None:
@@ -174,6 +187,24 @@ def sigterm_as_exit() -> Iterator[None]:
     finally:
         sys.unraisablehook = hook
         signal.signal(signal.SIGTERM, previous)
+
+
+_DEFERRED = {"depth": 0, "pending": None}
+
+
+@contextmanager
+def deferred_sigterm() -> Iterator[None]:
+    """Under `sigterm_as_exit`, a SIGTERM inside this block raises its SystemExit when the
+    block ends: a run being created (MLflow's `create_run`) is then held by the caller, who
+    ends it KILLED, instead of left RUNNING with an id nobody has."""
+    _DEFERRED["depth"] += 1
+    try:
+        yield
+    finally:
+        _DEFERRED["depth"] -= 1
+        if not _DEFERRED["depth"] and (pending := _DEFERRED["pending"]) is not None:
+            _DEFERRED["pending"] = None
+            raise SystemExit(pending)
 
 
 FLUSH_AT = 1000
@@ -217,18 +248,20 @@ class Tracker:
             all_tags.update(dvc_experiment_tags())
             if parent_run_id:
                 all_tags["mlflow.parentRunId"] = parent_run_id
-            run = self.client.create_run(exp_id, run_name=run_name,
-                                         tags=resolve_tags(all_tags))
-            run_id = run.info.run_id
+            run_id = None
             try:
+                with deferred_sigterm():
+                    run_id = self.client.create_run(exp_id, run_name=run_name,
+                                                    tags=resolve_tags(all_tags)).info.run_id
                 if on_create is not None:
                     on_create(run_id)
                 flat = flatten(redact(params))
                 items = [mlflow.entities.Param(k, str(v)[:6000]) for k, v in flat.items()]
                 self.client.log_batch(run_id, params=items)  # the client splits it
             except BaseException as exc:  # before the caller holds the run: end it here
-                self.client.set_terminated(
-                    run_id, status="FAILED" if isinstance(exc, Exception) else "KILLED")
+                if run_id is not None:
+                    self.client.set_terminated(
+                        run_id, status="FAILED" if isinstance(exc, Exception) else "KILLED")
                 raise
         else:  # resume: remember what is logged so that no point is logged twice
             for key in self.client.get_run(run_id).data.metrics:
@@ -244,8 +277,10 @@ class Tracker:
         return experiment_id(self.client, name, root, self.uri)
 
     def log_inputs(self, datasets: list[mlflow.entities.DatasetInput]) -> None:
-        """The datasets the run read (the runs table's Dataset column)."""
-        self.client.log_inputs(self.run_id, datasets=datasets)
+        """The datasets the run read (the runs table's Dataset column); under the store's lock,
+        as two processes inserting the same new dataset collide."""
+        with store_lock(self.uri):
+            self.client.log_inputs(self.run_id, datasets=datasets)
 
     def log_metrics(self, metrics: dict[str, float], step: int, model_id: str | None = None,
                     dataset: mlflow.entities.DatasetInput | None = None) -> None:
