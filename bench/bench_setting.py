@@ -1,18 +1,23 @@
-"""One setting's train stage, timed whole, under today's and the new ways of running it.
+"""One setting's train stage, timed whole, under today's and the earlier ways of running it.
 
 Each variant runs `fgpo train <setting> --no-mlflow` as the train stage does (the pipeline's
 reward table, params.yaml's tuned `train:` section, every method, --seeds seeds) in a scratch
-folder, one after another in this run, so the ratios compare like with like:
+folder, one after another in this run, so the ratios compare like with like. Each variant adds
+one change to the one before it:
 
-  * before: one process, `threads: 2`, runs one after another, no projection cache (the stage
-    as it was: torch's two threads inside each run);
-  * projection cache: the same with the lowest adapted layer's frozen q/k/v kept
+  * before: one process, `threads: 2`, runs one after another, no projection cache, subnormal
+    floats kept (the stage as it was: torch's two threads inside each run);
+  * + projection cache: the lowest adapted layer's frozen q/k/v kept
     (`policy.cache_frozen_projections`);
-  * 2 workers: `threads: 1`, `workers: 2` (each run single-threaded in one of two processes
-    forked after the frozen layers are computed);
-  * 2 workers + projection cache: both.
+  * + subnormals flushed: floats below 1.2e-38 computed as zero (what training does now; a
+    GRPO run whose policy collapses otherwise takes x86's slow path for them, 10x slower
+    per step);
+  * + 2 workers: `threads: 1`, `workers: 2` (each run single-threaded in one of two processes
+    forked after the frozen layers are computed).
 
 The variant whose threads, workers and cache are params.yaml's is the pipeline's way (marked).
+"Subnormals kept" runs `fgpo train` with torch's flush switch made a no-op, the code otherwise
+as it is.
 
 The variants take turns (A B C A B C ...) --repeats times and each is quoted by its median, so
 a drift of the machine's speed falls on all of them alike. Also the seconds per (method, seed)
@@ -40,12 +45,18 @@ import yaml
 from fgpo.seqio import atomic_write_text
 
 VARIANTS = {
-    "before": {"threads": 2, "workers": 1, "cache_frozen_projections": False},
-    "projection cache": {"threads": 2, "workers": 1, "cache_frozen_projections": True},
-    "2 workers": {"threads": 1, "workers": 2, "cache_frozen_projections": False},
-    "2 workers + projection cache": {"threads": 1, "workers": 2,
-                                     "cache_frozen_projections": True},
+    "before": {"threads": 2, "workers": 1, "cache_frozen_projections": False,
+               "flush_denormal": False},
+    "+ projection cache": {"threads": 2, "workers": 1, "cache_frozen_projections": True,
+                           "flush_denormal": False},
+    "+ subnormals flushed": {"threads": 2, "workers": 1, "cache_frozen_projections": True,
+                             "flush_denormal": True},
+    "+ 2 workers": {"threads": 1, "workers": 2, "cache_frozen_projections": True,
+                    "flush_denormal": True},
 }
+KEEP_SUBNORMALS = ("import sys, torch; torch.set_flush_denormal = lambda on: False; "
+                   "from fgpo.cli import app; sys.argv[0] = 'fgpo'; app()")
+"""`fgpo` with training's flush switch a no-op: the stage as it ran before the flush."""
 
 
 def run_variant(name: str, change: dict, setting: str, seeds: int, root: Path) -> float:
@@ -67,9 +78,11 @@ def run_variant(name: str, change: dict, setting: str, seeds: int, root: Path) -
         reasoner, benchmark = setting.split("/")
         env = {**os.environ, "FGPO_CACHE_DIR": str(root / ".cache" / "fgpo")}
         start = time.perf_counter()
-        subprocess.run([str(Path(sys.executable).parent / "fgpo"), "train", reasoner, benchmark,
-                        "--params", "params.yaml", "--no-mlflow"], cwd=work, env=env,
-                       check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        fgpo = [str(Path(sys.executable).parent / "fgpo")] if change["flush_denormal"] else \
+            [sys.executable, "-c", KEEP_SUBNORMALS]
+        subprocess.run([*fgpo, "train", reasoner, benchmark, "--params", "params.yaml",
+                        "--no-mlflow"], cwd=work, env=env, check=True,
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         seconds = time.perf_counter() - start
         print(f"{name:30s} {seconds:6.1f} s")
         return seconds
@@ -92,7 +105,8 @@ def main() -> None:
     train = yaml.safe_load((root / "params.yaml").read_text())["train"]
     methods = train["methods"]
     ours = {"threads": train["threads"], "workers": train["workers"],
-            "cache_frozen_projections": train["policy"]["cache_frozen_projections"]}
+            "cache_frozen_projections": train["policy"]["cache_frozen_projections"],
+            "flush_denormal": True}
     times: dict[str, list[float]] = {name: [] for name in VARIANTS}
     for _ in range(args.repeats):
         for name, change in VARIANTS.items():

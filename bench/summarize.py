@@ -68,13 +68,19 @@ def setting_section(s: dict | None) -> list[str]:
     lines = ["", f"## One setting's train stage, whole ({s['setting']}, {s['runs']} runs: "
              f"{len(s['methods'])} methods x {s['seeds']} seeds, no MLflow; median of "
              f"{s.get('repeats', 1)} turns each)", "",
-             "| variant | threads per run | workers | projection cache | seconds | s per run | "
-             "before / this |", "|---|---:|---:|---|---:|---:|---:|"]
+             "| variant | threads per run | workers | projection cache | subnormals | seconds | "
+             "s per run | previous / this | before / this |",
+             "|---|---:|---:|---|---|---:|---:|---:|---:|"]
+    previous = None
     for v in s["variants"]:
         mark = " (the pipeline's way)" if v.get("pipeline") else ""
+        step = f"{previous / v['seconds']:.2f}x" if previous else ""
+        flushed = "flushed" if v.get("flush_denormal", True) else "kept"
         lines.append(f"| {v['name']}{mark} | {v['threads']} | {v['workers']} | "
-                     f"{'yes' if v['cache_frozen_projections'] else 'no'} | {v['seconds']:.1f} | "
-                     f"{v['s_per_run']:.1f} | **{v['before_over_this']:.2f}x** |")
+                     f"{'yes' if v['cache_frozen_projections'] else 'no'} | {flushed} | "
+                     f"{v['seconds']:.1f} | {v['s_per_run']:.1f} | {step} | "
+                     f"**{v['before_over_this']:.2f}x** |")
+        previous = v["seconds"]
     first = s["variants"][0]
     ours = next((v for v in s["variants"] if v.get("pipeline")), None)
     old = first["seconds"] * 3 / s["seeds"]  # the stage as it was: three seeds, before
