@@ -258,3 +258,31 @@ def test_the_chosen_trial_is_the_one_farthest_inside_the_ranges_among_those_tied
     assert pick(trials, dims, tolerance=0.0) is trials[0]     # no tolerance: the best
     with pytest.raises(InputError):
         tune_config(tie_tolerance=-0.1)
+
+
+def test_tuned_values_survive_the_round_trip_through_dvc_lock(tmp_path):
+    """DVC keeps a params file's values in dvc.lock through ruamel.yaml, whose repr loses the
+    last digit of some floats in exponent form: such a value would leave every train stage
+    stale after its own `dvc repro`. The written file's values each survive that round trip,
+    a value that already does is written whole, and the rounding is below 1e-13 relative."""
+    import io
+
+    from ruamel.yaml import YAML
+
+    lossy, whole = 7.813413285645664e-05, 0.00046342505832948827
+    ruamel = YAML()  # round-trip mode: DVC reads params files and writes dvc.lock so
+
+    def through_the_lock(text: str) -> dict:
+        lock = io.StringIO()
+        ruamel.dump(ruamel.load(text), lock)
+        return ruamel.load(lock.getvalue())
+
+    assert through_the_lock(f"v: {lossy!r}\n")["v"] != lossy  # the trap, as ruamel stands
+    from fgpo.sweep.handoff import dvc_stable
+
+    path = tmp_path / "tuned.yaml"  # as `fgpo tune` writes it
+    write_tuned(dvc_stable({"fgpo_std": {"beta": lossy, "learning_rate": whole}}), path)
+    values = yaml.safe_load(path.read_text())["fgpo_std"]
+    assert values["learning_rate"] == whole
+    assert values["beta"] != lossy and abs(values["beta"] / lossy - 1) < 1e-13
+    assert through_the_lock(path.read_text())["fgpo_std"] == values

@@ -17,6 +17,7 @@ from fgpo.errors import InputError
 from fgpo.rewards.data import load_run_data, table_path
 from fgpo.rewards.stats import require_trainable
 from fgpo.rewards.table import tool_names
+from fgpo.sweep.handoff import dvc_stable
 from fgpo.sweep.study import SweepConfig, best_of, resolve_storage, run_sweep, study_name
 from fgpo.train.config import TrainConfig
 from fgpo.train.estimators import ESTIMATORS
@@ -61,7 +62,8 @@ def main(method: str, reasoner: str, benchmark: str, n_trials: int | None = None
     best = best_of(study)
     handed_off = name == canonical and best is not None  # a side study never hands off
     if handed_off:
-        record_best(best, method, reasoner, benchmark, Path(params).parent / BEST_PARAMS)
+        record_best(dvc_stable(best), method, reasoner, benchmark,  # dvc.lock keeps it as written
+                    Path(params).parent / BEST_PARAMS)
     return study, handed_off
 
 

@@ -25,6 +25,7 @@ from fgpo.rewards.data import load_run_data, table_path
 from fgpo.rewards.stats import require_trainable
 from fgpo.rewards.table import tool_names
 from fgpo.seqio import atomic_write_text
+from fgpo.sweep.handoff import dvc_stable
 from fgpo.sweep.storage import open_storage
 from fgpo.sweep.tune import (TuneConfig, chosen, complete, resolve_storage, run_tune,
                              study_name, trials_table)
@@ -70,7 +71,7 @@ def main(params: Path = DEFAULT_PARAMS, data: Path = Path("data"), storage: str 
         raise InputError(f"studies ended with fewer than {cfg.n_trials} complete trials "
                          f"({short}; see {trials}): tune/tuned.yaml left as it was; rerun "
                          "`make tune` to continue", field="tune")
-    write_tuned(chosen(studies, cfg), tuned)
+    write_tuned(dvc_stable(chosen(studies, cfg)), tuned)  # dvc.lock keeps them as written
     return studies
 
 
