@@ -399,6 +399,11 @@ def test_tuning_numbers_best_so_far_and_section_by_hand():
         "`learning_rate` = 0.002 |" in text
     assert "| GRPO | 3 (2) | 1,440 | 8,640 | 0.4500 | 2 of 2 | +0.0000 | — | (not written) |" \
         in text
+    # the tuned file may hold a value rounded in its last digits (written for dvc.lock): the
+    # trial is still found; another value is not
+    (near,) = tuning_numbers(trials.iloc[:3], {"fgpo": {"learning_rate": 0.002 * (1 + 5e-15)}})
+    (other,) = tuning_numbers(trials.iloc[:3], {"fgpo": {"learning_rate": 0.0021}})
+    assert (near["chosen_trial"], other["chosen_trial"]) == (2, None)
     assert "2 epochs of every train question of each tuning setting (a/x, b/y)" in text
     assert "trained with seed 100 (none of the evaluation seeds)" in text
     # a study still improving: its last trial lifts the first two's best by 0.15

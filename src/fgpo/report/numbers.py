@@ -10,6 +10,7 @@ hand-made data.
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass, replace
 from typing import Any, Sequence
 
@@ -714,6 +715,14 @@ def at_bound(value: Any, spec: dict[str, Any]) -> bool:
     return bool(frac < BOUND_MARGIN or frac > 1 - BOUND_MARGIN)
 
 
+def same_values(trial: dict[str, Any], chosen: dict[str, Any]) -> bool:
+    """A trial's values are the chosen ones: the same keys, floats equal to 1e-12 relative
+    (the tuned file may hold a float rounded in its last digits, `fgpo.sweep.handoff`)."""
+    return trial.keys() == chosen.keys() and all(
+        math.isclose(v, chosen[k], rel_tol=1e-12) if isinstance(v, float) else v == chosen[k]
+        for k, v in trial.items())
+
+
 def tuning_numbers(trials: pd.DataFrame, tuned: dict[str, dict[str, Any]],
                    space: dict[str, dict[str, dict[str, Any]]] | None = None
                    ) -> list[dict[str, Any]]:
@@ -729,7 +738,8 @@ def tuning_numbers(trials: pd.DataFrame, tuned: dict[str, dict[str, Any]],
         head = values[: int(np.ceil(2 * len(values) / 3))]
         chosen = dict(tuned.get(method) or {})
         dims = (space or {}).get(method) or {}
-        picked = done[[json.loads(p) == chosen for p in done["params"]]] if chosen else done[:0]
+        picked = done[[same_values(json.loads(p), chosen) for p in done["params"]]] \
+            if chosen else done[:0]
         out.append({
             "method": method, "trials": len(t), "complete": len(done),
             "question_visits": sorted(set(done["question_visits"].astype(float))),
