@@ -42,6 +42,7 @@ from pathlib import Path
 
 import yaml
 
+from fgpo.policy.base import PolicyConfig
 from fgpo.seqio import atomic_write_text
 
 VARIANTS = {
@@ -105,7 +106,8 @@ def main() -> None:
     train = yaml.safe_load((root / "params.yaml").read_text())["train"]
     methods = train["methods"]
     ours = {"threads": train["threads"], "workers": train["workers"],
-            "cache_frozen_projections": train["policy"]["cache_frozen_projections"],
+            "cache_frozen_projections": train["policy"].get(  # absent: the config's default
+                "cache_frozen_projections", PolicyConfig.cache_frozen_projections),
             "flush_denormal": True}
     times: dict[str, list[float]] = {name: [] for name in VARIANTS}
     for _ in range(args.repeats):
