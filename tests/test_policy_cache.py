@@ -36,7 +36,6 @@ def own_cache_dir(tmp_path, monkeypatch):
     """Each test its own on-disk cache and an empty in-process one."""
     monkeypatch.setenv("FGPO_CACHE_DIR", str(tmp_path / "cache"))
     encoder._FROZEN.clear()
-    encoder._PROJ.clear()
 
 
 def _moved(cfg: PolicyConfig, questions, seed: int = 0) -> EncoderPolicy:
@@ -194,12 +193,11 @@ def test_a_one_question_input_example_does_not_evict_the_settings_states(questio
     prepared on one question): the setting's states and projections must survive it, and a
     third question set evicts the least recently used."""
     encoder._FROZEN.clear()
-    encoder._PROJ.clear()
     setting = _moved(PolicyConfig(lora_layers=[5]), questions)
     example = _moved(PolicyConfig(lora_layers=[5]), questions[:1])
     again = _moved(PolicyConfig(lora_layers=[5]), questions, seed=1)
     assert again.frozen is setting.frozen and again.proj is setting.proj  # not recomputed
-    assert len(encoder._FROZEN) == len(encoder._PROJ) == 2
+    assert len(encoder._FROZEN) == 2 and all("proj" in e for e in encoder._FROZEN.values())
     third = _moved(PolicyConfig(lora_layers=[5]), questions[:3])
     assert len(encoder._FROZEN) == 2
     assert encoder._FROZEN.get(encoder.frozen_key(
@@ -207,4 +205,4 @@ def test_a_one_question_input_example_does_not_evict_the_settings_states(questio
         "cpu")) is None  # the least recently used went
     assert third.frozen.shape[0] == 3 and encoder._FROZEN.get(encoder.frozen_key(
         again.backbone_path, again.start, again.input_ids, again.attention_mask,
-        "cpu")) is setting.frozen
+        "cpu"))["hidden"] is setting.frozen

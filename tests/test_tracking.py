@@ -11,6 +11,7 @@ import textwrap
 from pathlib import Path
 from urllib.parse import unquote
 
+import pandas as pd
 import pytest
 from mlflow.tracking import MlflowClient
 
@@ -292,6 +293,40 @@ def test_a_tag_lost_to_a_concurrent_insert_is_set_again(uri: str, tmp_path: Path
         mlflow.exceptions.MlflowException("RESOURCE_DOES_NOT_EXIST")))
     with pytest.raises(mlflow.exceptions.MlflowException, match="RESOURCE_DOES_NOT_EXIST"):
         tag_shared_run(t, {"k": "v"})
+
+
+def test_a_dataset_lost_to_a_concurrent_insert_is_linked_on_the_retry(uri: str, tmp_path: Path,
+                                                                     monkeypatch) -> None:
+    """Two seeds of a setting logging the same new dataset at once on a PostgreSQL-backed
+    server: the losing insert fails with a duplicate `dataset_pk` key (seen in CI); the retry
+    finds the dataset and links it to the run. Any other error is raised at once."""
+    import mlflow
+
+    t = Tracker("exp", "run", {}, {}, uri=uri, root=tmp_path / "mlruns")
+    data = mlflow.data.from_pandas(pd.DataFrame({"q": [1, 2]}), source="data/b.parquet",
+                                   name="benchmark b:train")
+    inputs = [mlflow.entities.DatasetInput(data._to_mlflow_entity())]
+    other = Tracker("exp", "other", {}, {}, uri=uri, root=tmp_path / "mlruns")
+    real, calls = t.client.log_inputs, []
+
+    def lost_once(run_id: str, datasets: list) -> None:
+        calls.append(run_id)
+        if len(calls) == 1:  # the other worker's insert wins: the row exists, this one fails
+            real(other.run_id, datasets=datasets)
+            raise mlflow.exceptions.RestException({
+                "error_code": "BAD_REQUEST", "message": "(psycopg.errors.UniqueViolation) "
+                'duplicate key value violates unique constraint "dataset_pk"'})
+        real(run_id, datasets=datasets)
+
+    monkeypatch.setattr(t.client, "log_inputs", lost_once)
+    t.log_inputs(inputs)
+    assert calls == [t.run_id] * 2
+    assert [d.dataset.name for d in t.client.get_run(t.run_id).inputs.dataset_inputs] == \
+        ["benchmark b:train"]
+    monkeypatch.setattr(t.client, "log_inputs", lambda *a, **k: (_ for _ in ()).throw(
+        mlflow.exceptions.MlflowException("RESOURCE_DOES_NOT_EXIST")))
+    with pytest.raises(mlflow.exceptions.MlflowException, match="RESOURCE_DOES_NOT_EXIST"):
+        t.log_inputs(inputs)
 
 
 # ---- the model registry: the champion alias only moves forward ---------------------------------

@@ -57,12 +57,12 @@ class Memo(OrderedDict):
         super().__init__()
         self.size = size
 
-    def get(self, key: str) -> torch.Tensor | None:
+    def get(self, key: str) -> dict[str, torch.Tensor] | None:
         if key in self:
             self.move_to_end(key)
         return super().get(key)
 
-    def put(self, key: str, value: torch.Tensor) -> torch.Tensor:
+    def put(self, key: str, value: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
         self[key] = value
         self.move_to_end(key)
         while len(self) > self.size:
@@ -70,13 +70,12 @@ class Memo(OrderedDict):
         return value
 
 
-# cache key -> hidden states entering the first adapted layer, [N, max_length, H]. The key holds
-# everything they depend on (backbone, first adapted layer, the token ids, which fix the texts,
-# tokenizer, max_length and sequence_window, and the device), so every run of a setting in one
-# process (methods x seeds) shares one entry and any change computes a new one.
+# cache key -> {"hidden": the hidden states entering the first adapted layer, [N, max_length,
+# H]; "proj": that layer's frozen projections of them, [3, N, T, H], once computed}. The key
+# holds everything they depend on (backbone, first adapted layer, the token ids, which fix the
+# texts, tokenizer, max_length and sequence_window, and the device), so every run of a setting
+# in one process (methods x seeds) shares one entry and any change computes a new one.
 _FROZEN = Memo()
-# the same key -> the first adapted layer's frozen projections of those states, [3, N, T, H]
-_PROJ = Memo()
 
 
 def frozen_key(backbone: str, start: int, input_ids: torch.Tensor,
@@ -152,14 +151,14 @@ class EncoderPolicy(Policy):
         memoised in this process (`_FROZEN`)."""
         key = frozen_key(self.backbone_path, self.start, self.input_ids, self.attention_mask,
                          self.device)
-        if (hidden := _FROZEN.get(key)) is not None:
-            return hidden
+        if (entry := _FROZEN.get(key)) is not None:
+            return entry["hidden"]
         on_disk = frozen_cache_dir() / f"{key[:32]}.pt" if Path(self.backbone_path).is_dir() \
             else None  # a hub name says nothing about the weights' revision: memory only
         if on_disk is not None and on_disk.exists():
             saved = torch.load(on_disk, map_location=self.device, weights_only=True)
             if saved["key"] == key:
-                return _FROZEN.put(key, saved["hidden"])
+                return _FROZEN.put(key, {"hidden": saved["hidden"]})["hidden"]
         bert = self.backbone.get_base_model()
         was_training = bert.training
         bert.eval()  # no dropout: the states are a pure function of the tokens
@@ -177,12 +176,12 @@ class EncoderPolicy(Policy):
             tmp = on_disk.with_suffix(f".{os.getpid()}.tmp")
             torch.save({"key": key, "hidden": hidden.cpu()}, tmp)
             os.replace(tmp, on_disk)
-        return _FROZEN.put(key, hidden)
+        return _FROZEN.put(key, {"hidden": hidden})["hidden"]
 
     @torch.no_grad()
     def _frozen_projections(self, batch_size: int = 256) -> torch.Tensor | None:
         """The base (frozen) query, key and value outputs of the first adapted layer for every
-        prepared question, memoised with the frozen states (`_PROJ`); None where the layer is
+        prepared question, memoised with the frozen states (`_FROZEN`); None where the layer is
         not BERT-style or an adapter is not plain LoRA (then the layer runs whole)."""
         layer = self.backbone.get_base_model().encoder.layer[self.start]
         sa = getattr(getattr(layer, "attention", None), "self", None)
@@ -192,12 +191,13 @@ class EncoderPolicy(Policy):
             return None
         key = frozen_key(self.backbone_path, self.start, self.input_ids, self.attention_mask,
                          self.device)
-        if (proj := _PROJ.get(key)) is None:
+        entry = _FROZEN.get(key) or _FROZEN.put(key, {"hidden": self.frozen})
+        if "proj" not in entry:
             bases = [_base(getattr(sa, n)) for n in QKV]
-            proj = _PROJ.put(key, torch.stack([
+            entry["proj"] = torch.stack([
                 torch.cat([b(self.frozen[i:i + batch_size])
-                           for i in range(0, len(self.frozen), batch_size)]) for b in bases]))
-        return proj
+                           for i in range(0, len(self.frozen), batch_size)]) for b in bases])
+        return entry["proj"]
 
     def _first_adapted(self, layer: torch.nn.Module, hidden: torch.Tensor, proj: torch.Tensor,
                        attn: torch.Tensor | None) -> torch.Tensor:

@@ -114,16 +114,9 @@ def open_study(name: str, storage: Any, directions: list[str],
 def tag_shared_run(run: Any, tags: dict[str, str]) -> None:
     """Tag the study's parent run, which every worker shares: workers ending together set the
     same tags at once, and an MLflow server on PostgreSQL fails the losing insert (a duplicate
-    `tag_pk` key); setting them again then updates. Any other error is raised at once."""
-    from mlflow.exceptions import MlflowException
-    for attempt in range(3):
-        try:
-            run.set_tags(tags)
-            return
-        except MlflowException as exc:
-            if attempt == 2 or "duplicate key" not in str(exc):
-                raise
-            time.sleep(0.2 * (attempt + 1))
+    `tag_pk` key); setting them again then updates (`retry_duplicate_key`)."""
+    from fgpo.tracking.mlflow_run import retry_duplicate_key
+    retry_duplicate_key(lambda: run.set_tags(tags))
 
 
 def parent_run(study: optuna.Study, created: bool, experiment: str, name: str,

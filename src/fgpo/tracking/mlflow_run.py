@@ -74,8 +74,23 @@ def store_lock(uri: str) -> FileLock | nullcontext:
     if uri.startswith("sqlite:///"):
         db = Path(uri[len("sqlite:///"):])
         db.parent.mkdir(parents=True, exist_ok=True)
-        return FileLock(str(db) + ".init.lock", timeout=300)
+        return FileLock(str(db) + ".lock", timeout=300)
     return nullcontext()
+
+
+def retry_duplicate_key(call: Callable[[], Any], attempts: int = 4) -> Any:
+    """`call()`, again after an insert lost to a concurrent one: two processes logging the same
+    new row at once (a dataset two seeds read, a tag on a shared run) make an MLflow server on
+    PostgreSQL fail the later insert with a duplicate key; on the retry the row exists and is
+    reused or updated. Any other error is raised at once."""
+    for attempt in range(attempts):
+        try:
+            return call()
+        except mlflow.exceptions.MlflowException as exc:
+            lost = "duplicate key" in str(exc) or "UNIQUE constraint failed" in str(exc)
+            if attempt == attempts - 1 or not lost:
+                raise
+            time.sleep(0.2 * (attempt + 1))
 
 
 def open_client(uri: str) -> MlflowClient:
@@ -277,10 +292,11 @@ class Tracker:
         return experiment_id(self.client, name, root, self.uri)
 
     def log_inputs(self, datasets: list[mlflow.entities.DatasetInput]) -> None:
-        """The datasets the run read (the runs table's Dataset column); under the store's lock,
-        as two processes inserting the same new dataset collide."""
+        """The datasets the run read (the runs table's Dataset column). Two processes inserting
+        the same new dataset collide: a SQLite store is written under its lock, a server's
+        losing insert is retried (the dataset then exists and is linked)."""
         with store_lock(self.uri):
-            self.client.log_inputs(self.run_id, datasets=datasets)
+            retry_duplicate_key(lambda: self.client.log_inputs(self.run_id, datasets=datasets))
 
     def log_metrics(self, metrics: dict[str, float], step: int, model_id: str | None = None,
                     dataset: mlflow.entities.DatasetInput | None = None) -> None:
