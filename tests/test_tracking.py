@@ -216,6 +216,49 @@ def test_a_sigterm_while_mlflow_creates_the_run_ends_that_run_killed(tmp_path: P
     assert run.info.status == "KILLED"
 
 
+def test_a_sigterm_inside_a_metrics_write_lands_after_it_and_the_run_ends_killed(
+        tmp_path: Path) -> None:
+    """The signal lands inside MLflow's write transaction of a metrics batch (seen in CI: a
+    worker's parent-death signal during a flush): the batch is written whole, the SystemExit
+    comes after it, and the run ends KILLED. Raised inside, it cut the transaction: the points
+    were lost, and in CI the cut transaction kept the SQLite store locked, so that neither
+    worker could end its run ("database is locked") and both stayed RUNNING."""
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    out = _python(f"""
+        import os, signal, time
+        from pathlib import Path
+        from mlflow.store.tracking.sqlalchemy_store import SqlAlchemyStore
+        from fgpo.tracking import Tracker, sigterm_as_exit
+
+        latest = SqlAlchemyStore._update_latest_metrics_if_necessary
+
+        def signal_mid_transaction(self, *args, **kwargs):  # the points are inserted by now
+            os.kill(os.getpid(), signal.SIGTERM)
+            time.sleep(0.2)
+            return latest(self, *args, **kwargs)
+
+        try:
+            with sigterm_as_exit():
+                t = Tracker("exp", "run", {{}}, {{}}, uri={uri!r}, root=Path({str(tmp_path)!r}))
+                t.log_metrics({{"train/loss": 0.5}}, step=1)
+                SqlAlchemyStore._update_latest_metrics_if_necessary = signal_mid_transaction
+                try:
+                    t.flush()
+                    print("lost")
+                except SystemExit:
+                    SqlAlchemyStore._update_latest_metrics_if_necessary = latest
+                    t.end("KILLED")
+                    raise
+        except SystemExit as exc:
+            print("exit", exc.code)
+    """)
+    assert out.stdout.split() == ["exit", "143"], out.stderr
+    client = MlflowClient(uri)
+    (run,) = client.search_runs([client.get_experiment_by_name("exp").experiment_id])
+    assert run.info.status == "KILLED"
+    assert run.data.metrics == {"train/loss": 0.5}
+
+
 # ---- MLflow's own concepts: experiment kind, DVC experiment tags, UI links --------------------
 def test_experiments_are_model_training_and_runs_carry_the_dvc_experiment(tmp_path, monkeypatch):
     """A new experiment, and one a store held from before, are marked model training; under

@@ -145,6 +145,7 @@ def train_seed(ctx: RunContext, method: str, settings: Settings, seed: int) -> R
     before with the same key, else trained (resuming from its checkpoint), its MLflow run
     ended, its result written."""
     from fgpo.tracking import Tracker, end_if_running
+    from fgpo.tracking.mlflow_run import deferred_sigterm
 
     cfg = settings.config
     out_dir = run_dir(ctx, method, seed)
@@ -203,8 +204,9 @@ def train_seed(ctx: RunContext, method: str, settings: Settings, seed: int) -> R
                 tracker.log_artifact(out_dir / name)
             tracker.flush()
             # the policy as an MLflow model (the adapter inside): the run's Models column
-            model = log_policy(out_dir / "adapter", tracker.run_id, tracker.uri,
-                               int(result.final["checkpoint/step"]))
+            with deferred_sigterm():  # a kill lands after the store's writes, not inside
+                model = log_policy(out_dir / "adapter", tracker.run_id, tracker.uri,
+                                   int(result.final["checkpoint/step"]))
             result.run_id, result.model_uri = tracker.run_id, model.model_uri
             # test metrics are the model's too, measured on the table's test split
             tracker.log_metrics({k: v for k, v in result.final.items() if k.startswith("test/")},

@@ -35,6 +35,7 @@ from fgpo.runs.runner import (RunContext, finished, run_inputs, setting_lock, su
 from fgpo.seqio import atomic_write_parquet, atomic_write_text
 from fgpo.tracking.code import module_digest
 from fgpo.tracking.provenance import file_md5
+from fgpo.tracking.mlflow_run import deferred_sigterm
 from fgpo.tracking.registry import Candidate, register_best
 from fgpo.train.config import TrainConfig
 from fgpo.train.estimators import ESTIMATORS
@@ -124,7 +125,8 @@ def _main(reasoner: str, benchmark: str, methods: list[str] | None, params: Path
                 if stale.stem not in methods:
                     stale.unlink()
     if tracking and register:
-        register_best(candidates, reasoner, benchmark, table_md5)
+        with deferred_sigterm():  # a kill lands after the registry's writes, not inside
+            register_best(candidates, reasoner, benchmark, table_md5)
     return out
 
 

@@ -17,6 +17,9 @@ What MLflow's client does not do for us:
   a file lock;
 - processes writing one SQLite store side by side (`train.workers`) log a run's datasets under
   the store's lock (two inserting the same new dataset would collide);
+- a SIGTERM (`sigterm_as_exit`) must not cut a store call in two: a SQLite write transaction
+  cut by its SystemExit kept the store's write lock, and no process, itself included, could
+  then end its run KILLED; the tracker's calls run whole (`Uninterrupted`);
 - a resumed run must not log the metric points it already has (a kill after step 46 and a
   resume from the step-40 checkpoint would otherwise log steps 41..46 twice);
 - credentials in params or tags (a storage URL with a password) are redacted before logging.
@@ -24,6 +27,7 @@ What MLflow's client does not do for us:
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import signal
@@ -222,6 +226,25 @@ def deferred_sigterm() -> Iterator[None]:
             raise SystemExit(pending)
 
 
+class Uninterrupted:
+    """`client` whose every call runs whole (`deferred_sigterm`): a SIGTERM arriving inside one
+    is raised when it returns, never inside MLflow's or SQLAlchemy's code."""
+
+    def __init__(self, client: MlflowClient) -> None:
+        self._client = client
+
+    def __getattr__(self, name: str) -> Any:
+        attr = getattr(self._client, name)
+        if not callable(attr):
+            return attr
+
+        @functools.wraps(attr)
+        def whole(*args: Any, **kwargs: Any) -> Any:
+            with deferred_sigterm():
+                return attr(*args, **kwargs)
+        return whole
+
+
 FLUSH_AT = 1000
 """Metrics buffered before a write (MLflow's limit per log_batch request)."""
 
@@ -254,7 +277,7 @@ class Tracker:
         """`on_create(run_id)` runs the moment a new run exists, before anything is logged to
         it: a caller that records the id there (to end the run after a SIGKILL) loses none."""
         self.uri = uri or default_tracking_uri(root)
-        self.client = open_client(self.uri)
+        self.client = Uninterrupted(open_client(self.uri))
         self._logged: set[tuple[str, int]] = set()
         self._pending: list[mlflow.entities.Metric] = []
         exp_id = self._experiment_id(experiment, root)
@@ -330,5 +353,7 @@ class Tracker:
             self.client.set_tag(self.run_id, k, v)
 
     def end(self, status: str = "FINISHED") -> None:
-        self.flush()
-        self.client.set_terminated(self.run_id, status=status)
+        try:
+            self.flush()
+        finally:  # a failed write of the last points still ends the run
+            self.client.set_terminated(self.run_id, status=status)
