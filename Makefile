@@ -11,10 +11,16 @@ export TRANSFORMERS_OFFLINE := 1
 
 .PHONY: install run test test-slow readme bench clean ui sweep tune ablation dashboard
 
+# torch by pip, which finds a CPU wheel where pip's config points (uv does not read it); the
+# rest by uv: the same resolution as pip's, downloaded in parallel (54 s here against 3.5 min).
+TORCH   := $(shell grep -o '"torch==[^"]*"' pyproject.toml | tr -d '"')
+UV      := uv==0.13.9
+
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	$(BIN)/python -m pip install --quiet --upgrade pip '$(UV)'
+	$(BIN)/python -m pip install --quiet '$(TORCH)'
+	$(BIN)/uv pip install --quiet --python $(BIN)/python -e '.[dev]'
 	touch $(STAMP)
 
 install: $(STAMP)
