@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
 import yaml
 from mlflow.tracking import MlflowClient
@@ -120,6 +121,42 @@ def test_every_method_gets_the_same_trials_and_budget_and_a_resume_repeats_nothi
     # and a study at its count runs nothing
     same = run_tune("fgpo", tiny_cfg(tiny_backbone), tune_config(n_trials=3), data, storage)
     assert len(same.trials) == 3
+
+
+def test_one_method_at_a_time_and_the_last_study_to_finish_writes_the_tuned_file(
+        tiny_backbone, tmp_path, monkeypatch):
+    """`fgpo tune --method M` (a study per background job): the first method's study alone
+    leaves tune/tuned.yaml as it was; the second's, completing the last study, writes both
+    methods' values; a method outside tune.methods is refused, naming the field."""
+    import types
+
+    from fgpo.stages import tune as stage
+    from fgpo.train.config import TrainConfig
+
+    cfg, data = tune_config(), two_settings()
+    sections = {TuneConfig: cfg, TrainConfig: tiny_cfg(tiny_backbone)}
+    monkeypatch.setattr(stage, "load_section", lambda cls, name, params: sections[cls])
+    monkeypatch.setattr(stage, "tool_names", lambda params: data["synthetic/a"].tool_names)
+    monkeypatch.setattr(stage, "load_run_data",
+                        lambda reasoner, benchmark, names, root: data[f"{reasoner}/{benchmark}"])
+    monkeypatch.setattr(stage, "require_trainable", lambda *a, **k: {})
+    monkeypatch.setattr(stage, "resolve",
+                        lambda base, method, params, upto: types.SimpleNamespace(config=base))
+    storage, tuned, trials = f"sqlite:///{tmp_path / 't.db'}", tmp_path / "tuned.yaml", \
+        tmp_path / "trials.csv"
+    tuned.write_text("before\n")
+    run = dict(storage=storage, tuned=tuned, trials=trials, tracking=False)
+    with pytest.raises(InputError, match="tune.methods"):
+        stage.main(tmp_path / "params.yaml", tmp_path, methods=["dapo_ds"], **run)
+    first = stage.main(tmp_path / "params.yaml", tmp_path, methods=["grpo"], **run)
+    assert len(complete(first["grpo"])) == 2 and "fgpo" not in first
+    assert tuned.read_text() == "before\n"  # fgpo's study has not run
+    both = stage.main(tmp_path / "params.yaml", tmp_path, methods=["fgpo"], **run)
+    assert {m: len(complete(s)) for m, s in both.items()} == {"fgpo": 2, "grpo": 2}
+    written = yaml.safe_load(tuned.read_text())
+    assert {m for m, v in written.items() if v} == {"fgpo", "grpo"}
+    assert all(read_tuned(m, tuned) == chosen(both, cfg)[m] for m in ("fgpo", "grpo"))
+    assert set(pd.read_csv(trials)["method"]) == {"fgpo", "grpo"}
 
 
 def test_a_trial_seed_among_the_evaluation_seeds_is_refused(tiny_backbone, tmp_path):

@@ -188,10 +188,14 @@ def sweep(method: str = typer.Option(..., help="an estimator (`fgpo list-methods
 def tune(storage: Optional[str] = typer.Option(None, help="study storage URL (default "
                                                "tune.storage, or $FGPO_TUNE_STORAGE)"),
          params: Path = PARAMS, data: Path = typer.Option(Path("data")),
-         no_mlflow: bool = typer.Option(False, "--no-mlflow", help="skip MLflow logging")) -> None:
+         no_mlflow: bool = typer.Option(False, "--no-mlflow", help="skip MLflow logging"),
+         method: Optional[list[str]] = typer.Option(
+             None, help="run only this method's study (repeatable; default: tune.methods); "
+                        "the last study to finish writes tune/tuned.yaml")) -> None:
     """Equal-budget Optuna study per method on the tuning settings; writes tune/tuned.yaml."""
     from fgpo.stages import tune as tune_stage
-    echo(tune_stage.outcome(tune_stage.main(params, data, storage, tracking=not no_mlflow)))
+    echo(tune_stage.outcome(tune_stage.main(params, data, storage, tracking=not no_mlflow,
+                                            methods=method or None)))
 
 
 @command("list-methods")

@@ -10,6 +10,8 @@ band edge that stop short of it.
 
 from __future__ import annotations
 
+import functools
+
 from typing import Any
 
 import numpy as np
@@ -56,6 +58,12 @@ def _has_full_orf(seq: str, length: int, min_aa: int) -> bool:
         0, "+", length)
 
 
+@functools.cache
+def _amino_acid(codon: str) -> str:
+    """Biopython's standard-table translation of one codon (64 of them: asked once each)."""
+    return str(Seq(codon).translate())
+
+
 def _codon_snvs(cds: str) -> dict[str, list[tuple[int, str]]]:
     """Every SNV inside codons 1..n-1 of `cds` (start and stop kept), by effect on the frame.
 
@@ -75,7 +83,7 @@ def _codon_snvs(cds: str) -> dict[str, list[tuple[int, str]]]:
             if new in STOPS:
                 out["stop_gain"].append((p, b))
                 continue
-            same = str(Seq(new).translate()) == str(Seq(codon).translate())
+            same = _amino_acid(new) == _amino_acid(codon)
             out["synonymous" if same else "missense"].append((p, b))
             if any(t % 3 and alt[t:t + 3] in STOPS and cds[t:t + 3] not in STOPS
                    for t in range(max(p - 2, 0), p + 1)):

@@ -7,11 +7,14 @@ tune/tuned.yaml. Both are committed; `make run` reads them and never tunes. The 
 `tune.storage` (git-ignored), so a killed `make tune` continues where it stopped. With
 `tune.workers` > 1 the methods' studies run side by side, each in its own process forked after
 the tuning settings' tables are read (each study is seeded per trial, so where it runs changes
-nothing).
+nothing). `fgpo tune --method M` runs one method's study alone (in the background, or on
+another machine sharing `tune.storage`); whichever process completes the last study writes
+tune/tuned.yaml.
 """
 
 from __future__ import annotations
 
+import logging
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -35,16 +38,23 @@ from fgpo.train.settings import resolve_device
 from fgpo.workers import fork_pool
 
 TRIALS = Path("tune/trials.csv")
+log = logging.getLogger(__name__)
 
 
 def main(params: Path = DEFAULT_PARAMS, data: Path = Path("data"), storage: str | None = None,
-         tuned: Path = TUNED_PARAMS, trials: Path = TRIALS, tracking: bool = True
-         ) -> dict[str, optuna.Study]:
-    """Run (or resume) each method's study; write the trials and, when all are done, the
-    chosen values. Returns method -> study."""
+         tuned: Path = TUNED_PARAMS, trials: Path = TRIALS, tracking: bool = True,
+         methods: list[str] | None = None) -> dict[str, optuna.Study]:
+    """Run (or resume) each method's study, or only those of `methods` (a study per process or
+    machine, sharing `tune.storage`); write the trials and, once every method of tune.methods
+    is done, the chosen values. Returns method -> study."""
     from fgpo.tracking import sigterm_as_exit
 
     cfg = load_section(TuneConfig, "tune", params)
+    for method in methods or []:
+        if method not in cfg.methods:
+            raise InputError(f"method {method!r} has no study: tune.methods is {cfg.methods}",
+                             file=str(params), field="tune.methods")
+    running = methods or cfg.methods
     base = load_section(TrainConfig, "train", params)
     names = tool_names(params)
     runs = {}
@@ -56,7 +66,7 @@ def main(params: Path = DEFAULT_PARAMS, data: Path = Path("data"), storage: str 
     url = resolve_storage(storage, cfg)
     cfg.check_seeds(base.seeds)
     # tuning starts from params.yaml alone: never from earlier tuned values or a sweep's best
-    starts = {m: resolve(base, m, params, upto="params").config for m in cfg.methods}
+    starts = {m: resolve(base, m, params, upto="params").config for m in running}
     studies: dict[str, optuna.Study] = {}
     try:
         with sigterm_as_exit():
@@ -67,10 +77,13 @@ def main(params: Path = DEFAULT_PARAMS, data: Path = Path("data"), storage: str 
             write_trials(studies, trials)
     short = {m: len(complete(studies[m])) if m in studies else 0 for m in cfg.methods
              if m not in studies or len(complete(studies[m])) < cfg.n_trials}
-    if short:
+    if any(m in short for m in running):
         raise InputError(f"studies ended with fewer than {cfg.n_trials} complete trials "
                          f"({short}; see {trials}): tune/tuned.yaml left as it was; rerun "
                          "`make tune` to continue", field="tune")
+    if short:  # another process runs the others' studies: the last to finish writes the file
+        log.info("tune/tuned.yaml waits for the studies of %s", ", ".join(short))
+        return studies
     write_tuned(dvc_stable(chosen(studies, cfg)), tuned)  # dvc.lock keeps them as written
     return studies
 
