@@ -11,7 +11,6 @@ band edge that stop short of it.
 from __future__ import annotations
 
 import functools
-
 from typing import Any
 
 import numpy as np

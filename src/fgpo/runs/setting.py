@@ -34,8 +34,8 @@ from fgpo.runs.runner import (RunContext, finished, run_inputs, setting_lock, su
                               sweep_label, train_seed)
 from fgpo.seqio import atomic_write_parquet, atomic_write_text
 from fgpo.tracking.code import module_digest
-from fgpo.tracking.provenance import file_md5
 from fgpo.tracking.mlflow_run import deferred_sigterm
+from fgpo.tracking.provenance import file_md5
 from fgpo.tracking.registry import Candidate, register_best
 from fgpo.train.config import TrainConfig
 from fgpo.train.estimators import ESTIMATORS
