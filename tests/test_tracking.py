@@ -211,8 +211,7 @@ def test_a_sigterm_while_mlflow_creates_the_run_ends_that_run_killed(tmp_path: P
             print("exit", exc.code)
     """)
     assert out.stdout.split() == ["exit", "143"], out.stderr
-    client = MlflowClient(uri)
-    (run,) = client.search_runs([client.get_experiment_by_name("exp").experiment_id])
+    run = _only_run(uri)
     assert run.info.status == "KILLED"
 
 
@@ -253,10 +252,16 @@ def test_a_sigterm_inside_a_metrics_write_lands_after_it_and_the_run_ends_killed
             print("exit", exc.code)
     """)
     assert out.stdout.split() == ["exit", "143"], out.stderr
-    client = MlflowClient(uri)
-    (run,) = client.search_runs([client.get_experiment_by_name("exp").experiment_id])
+    run = _only_run(uri)
     assert run.info.status == "KILLED"
     assert run.data.metrics == {"train/loss": 0.5}
+
+
+def _only_run(uri: str):
+    """The one run of experiment "exp" in the store at `uri`."""
+    client = MlflowClient(uri)
+    (run,) = client.search_runs([client.get_experiment_by_name("exp").experiment_id])
+    return run
 
 
 # ---- MLflow's own concepts: experiment kind, DVC experiment tags, UI links --------------------
