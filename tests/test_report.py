@@ -316,7 +316,8 @@ def test_render_summary_has_every_section(fixture_settings):
     tuned = render_summary(rows, overall_numbers(rows), pd.concat(
         [family_accuracy(s) for s in fixture_settings]), "- ran", {}, cfg,
         [{"method": "fgpo", "trials": 2, "complete": 2, "question_visits": [8.0],
-          "reward_evals_median": 0.0, "best": 0.5, "chosen": {"beta": 0.02}}], {"epochs": 3})
+          "reward_evals_median": 0.0, "best": 0.5, "plateau_trials": 12,
+          "chosen": {"beta": 0.02}}], {"epochs": 3})
     assert "its own values from an equal-budget study" in tuned
     assert "| FGPO | 2 (2) | 8 | 0 | 0.5000 | — | — | — | `beta` = 0.02 |" in tuned
     # where checkpoints fall: FGPO picks point 1 (step 1) under both seeds; GRPO point 2 under
@@ -383,7 +384,8 @@ def test_tuning_numbers_best_so_far_and_section_by_hand():
         "value": [0.5, 0.7, 0.6, None, 0.4, 0.45],
         "question_visits": [1440.0] * 6, "reward_evals": [0, 0, 0, None, 11520.0, 5760.0],
         "params": ["{}", "{}", '{"learning_rate": 0.002}', "{}", "{}", "{}"]})
-    nums = tuning_numbers(trials, {"fgpo": {"learning_rate": 0.002}, "grpo": {}})
+    # window 1: whether the last complete trial raised the best of those before it
+    nums = tuning_numbers(trials, {"fgpo": {"learning_rate": 0.002}, "grpo": {}}, window=1)
     f, g = nums
     assert (f["trials"], f["complete"], f["best"]) == (3, 3, 0.7)
     assert (g["trials"], g["complete"], g["best"]) == (3, 2, 0.45)
@@ -392,13 +394,19 @@ def test_tuning_numbers_best_so_far_and_section_by_hand():
     best = best_so_far(trials)
     assert best[best.method == "fgpo"]["best"].tolist() == [0.5, 0.7, 0.7]
     assert best[best.method == "grpo"]["trial"].tolist() == [1, 2]   # the failed one left out
-    text = tuning_section(nums, {"settings": ["a/x", "b/y"], "epochs": 2, "train_seed": 100})
-    # FGPO's best (0.7) is its second of three trials, within the first two thirds: no gain
-    # the chosen values are trial 2's (matched by its params), not the best trial 1's
+    text = tuning_section(nums, {"settings": ["a/x", "b/y"], "epochs": 2, "train_seed": 100,
+                                 "tie_tolerance": 0.01})
+    # FGPO's best (0.7) is its second of three trials: its last adds nothing; GRPO's last
+    # complete trial lifts 0.40 to 0.45, over the tie tolerance: still improving (↑).
+    # The chosen values are trial 2's (matched by its params), not the best trial 1's
     assert "| FGPO | 3 (3) | 1,440 | 0 | 0.7000 | 2 of 3 | +0.0000 | 2 (0.6000) | " \
         "`learning_rate` = 0.002 |" in text
-    assert "| GRPO | 3 (2) | 1,440 | 8,640 | 0.4500 | 2 of 2 | +0.0000 | — | (not written) |" \
+    assert "| GRPO | 3 (2) | 1,440 | 8,640 | 0.4500 | 2 of 2 | +0.0500 ↑ | — | (not written) |" \
         in text
+    assert "| best at | last 1 add |" in text and "N = 1 complete trials" in text
+    # no more trials than the window: the study cannot tell
+    assert tuning_numbers(trials, {}, window=3)[0]["plateau_gain"] is None
+    assert tuning_numbers(trials, {}, window=2)[0]["plateau_gain"] == pytest.approx(0.2)
     # the tuned file may hold a value rounded in its last digits (written for dvc.lock): the
     # trial is still found; another value is not
     (near,) = tuning_numbers(trials.iloc[:3], {"fgpo": {"learning_rate": 0.002 * (1 + 5e-15)}})
@@ -408,8 +416,8 @@ def test_tuning_numbers_best_so_far_and_section_by_hand():
     assert "trained with seed 100 (none of the evaluation seeds)" in text
     # a study still improving: its last trial lifts the first two's best by 0.15
     rising = trials.assign(method="rloo", state="COMPLETE", value=[0.3, 0.35, 0.5, 0, 0, 0])
-    (r,) = tuning_numbers(rising.iloc[:3], {"rloo": {}})
-    assert (r["best_at"], r["last_third_gain"]) == (3, pytest.approx(0.15))
+    (r,) = tuning_numbers(rising.iloc[:3], {"rloo": {}}, window=1)
+    assert (r["best_at"], r["plateau_gain"]) == (3, pytest.approx(0.15))
     # a chosen value at a bound: within 10% of the range, on the log scale for a log range
     space = {"fgpo": {"learning_rate": {"type": "float", "low": 1e-4, "high": 1e-2, "log": True},
                       "beta": {"type": "float", "low": 0.0, "high": 1.0}}}

@@ -5,6 +5,7 @@ reaching the train stage's config, and the tuned file as a DVC params file of `t
 from __future__ import annotations
 
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -57,7 +58,7 @@ def test_params_yaml_tune_section_loads_and_every_method_searches_the_shared_set
         assert set(space) == set(shared)
         assert all(space[k][0] <= shared[k][0] and space[k][1] >= shared[k][1]
                    and space[k][2] == shared[k][2] for k in shared)
-    assert [m for m in cfg.methods if spaces[m] != shared] == ["fgpo_std"]
+    assert [m for m in cfg.methods if spaces[m] != shared] == ["rloo", "fgpo_std"]
     # trials train with a seed none of the evaluation runs use
     assert cfg.train_seed not in load_section(TrainConfig, "train", REPO / "params.yaml").seeds
 
@@ -72,6 +73,7 @@ def test_params_yaml_tune_section_loads_and_every_method_searches_the_shared_set
     ({"settings": ["careful_expert-genomeqa"]}, "tune.settings"),
     ({"methods": ["fgpo", "ppo"]}, "tune.methods"),
     ({"n_trials": 0}, "tune.n_trials"),
+    ({"plateau_trials": 0}, "tune.plateau_trials"),
     ({"n_trials": "2"}, "tune.n_trials"),                     # a string: was a TypeError
     ({"n_trials": 2.5}, "tune.n_trials"),
     ({"epochs": -1}, "tune.epochs"),
@@ -151,12 +153,25 @@ def test_one_method_at_a_time_and_the_last_study_to_finish_writes_the_tuned_file
     first = stage.main(tmp_path / "params.yaml", tmp_path, methods=["grpo"], **run)
     assert len(complete(first["grpo"])) == 2 and "fgpo" not in first
     assert tuned.read_text() == "before\n"  # fgpo's study has not run
+    said = stage.outcome(first, tmp_path / "params.yaml", tuned)
+    assert "chosen" not in " ".join(said)  # the file holds nothing of this study yet
+    assert said[-1].startswith(f"{tuned} waits for the studies of fgpo")
+    assert "too few trials to tell" in said[0]  # 2 trials, plateau_trials 12
     both = stage.main(tmp_path / "params.yaml", tmp_path, methods=["fgpo"], **run)
     assert {m: len(complete(s)) for m, s in both.items()} == {"fgpo": 2, "grpo": 2}
     written = yaml.safe_load(tuned.read_text())
     assert {m for m, v in written.items() if v} == {"fgpo", "grpo"}
     assert all(read_tuned(m, tuned) == chosen(both, cfg)[m] for m in ("fgpo", "grpo"))
     assert set(pd.read_csv(trials)["method"]) == {"fgpo", "grpo"}
+    # plateau_trials 1: the line says what the second trial added to the first's objective
+    sections[TuneConfig] = replace(cfg, plateau_trials=1)
+    said = stage.outcome(both, tmp_path / "params.yaml", tuned)
+    v0, v1 = (t.value for t in sorted(complete(both["fgpo"]), key=lambda t: t.number))
+    gain = max(v0, v1) - v0
+    fgpo_line = next(line for line in said if line.startswith("fgpo:"))
+    assert f"the last 1 trials added {gain:+.4f}" in fgpo_line
+    assert ("(stopped improving)" in fgpo_line) == (gain < cfg.tie_tolerance)
+    assert f"chosen: {read_tuned('fgpo', tuned)}" in fgpo_line and said[-1].startswith("->")
 
 
 def test_a_trial_seed_among_the_evaluation_seeds_is_refused(tiny_backbone, tmp_path):

@@ -195,7 +195,7 @@ def tune(storage: Optional[str] = typer.Option(None, help="study storage URL (de
     """Equal-budget Optuna study per method on the tuning settings; writes tune/tuned.yaml."""
     from fgpo.stages import tune as tune_stage
     echo(tune_stage.outcome(tune_stage.main(params, data, storage, tracking=not no_mlflow,
-                                            methods=method or None)))
+                                            methods=method or None), params))
 
 
 @command("list-methods")

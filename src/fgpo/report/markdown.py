@@ -392,21 +392,24 @@ def tuning_section(tuning: list[dict[str, Any]], tune: dict[str, Any]) -> str:
                 "(`make tune` runs the equal-budget studies and writes `tune/tuned.yaml`).")
     settings = ", ".join(tune.get("settings", []))
     seed = tune.get("train_seed")
+    window, tolerance = tuning[0]["plateau_trials"], tune.get("tie_tolerance", 0)
     lines = [f"Each method's own Optuna study (TPE, no pruning, so every trial spends the same; "
-             "the same dimensions for every method): "
+             "the same dimensions for every method, each method's ranges in `tune.space`): "
              f"{tune.get('epochs')} epochs of every train question of each tuning setting "
              f"({settings}) per trial, trained with seed {seed} (none of the evaluation seeds), "
              "scored by the validation expected reward at the best-validation checkpoint "
              "averaged over those settings. The chosen values (`tune/tuned.yaml`) are what "
              "every setting above trained with: of the trials within "
-             f"{tune.get('tie_tolerance', 0)} of the best objective (one seed per trial: smaller "
+             f"{tolerance} of the best objective (one seed per trial: smaller "
              "differences are noise), the one farthest inside the search ranges. *Best at*: the "
-             "complete trial that set the best objective; *last third adds*: how much the last "
-             "third of the trials raised the best of the first two thirds (0: the study had "
-             "stopped improving; the tuning figure shows the curves). A value marked † lies "
+             "complete trial that set the best objective; *last N add*: how much the study's last "
+             f"N = {window} complete trials (`tune.plateau_trials`) raised the best of the "
+             "trials before them; under the tie tolerance the study had stopped improving, "
+             "otherwise the value is marked ↑ (the tuning figure shows the curves). "
+             "A value marked † lies "
              "within 10% of its range's bound (log scale where the range is).", "",
              "| method | trials (complete) | question visits per trial | reward evaluations per "
-             "trial (median) | best objective | best at | last third adds | chosen trial "
+             f"trial (median) | best objective | best at | last {window} add | chosen trial "
              "(objective) | chosen values |",
              "|---|---:|---:|---:|---:|---:|---:|---:|---|"]
     for t in tuning:
@@ -416,7 +419,8 @@ def tuning_section(tuning: list[dict[str, Any]], tune: dict[str, Any]) -> str:
                            + (" †" if k in bound else "")
                            for k, v in sorted(t["chosen"].items())) or "(not written)"
         best_at = "—" if t.get("best_at") is None else f"{t['best_at']} of {t['complete']}"
-        gain = "—" if t.get("last_third_gain") is None else f"{t['last_third_gain']:+.4f}"
+        gain = "—" if t.get("plateau_gain") is None else f"{t['plateau_gain']:+.4f}" + (
+            " ↑" if t["plateau_gain"] >= tolerance else "")
         picked = ("—" if t.get("chosen_trial") is None else
                   f"{t['chosen_trial']} ({t['chosen_value']:.4f})")
         lines.append(f"| {t['method'].upper()} | {t['trials']} ({t['complete']}) | {visits} | "

@@ -17,7 +17,7 @@ from typing import Any, Sequence
 import numpy as np
 import pandas as pd
 
-from fgpo.config import range_fraction
+from fgpo.config import plateau_gain, range_fraction
 from fgpo.errors import InputError
 from fgpo.report.config import ReportConfig
 from fgpo.report.data import BASELINES, SettingData, mean_curve
@@ -724,18 +724,17 @@ def same_values(trial: dict[str, Any], chosen: dict[str, Any]) -> bool:
 
 
 def tuning_numbers(trials: pd.DataFrame, tuned: dict[str, dict[str, Any]],
-                   space: dict[str, dict[str, dict[str, Any]]] | None = None
-                   ) -> list[dict[str, Any]]:
+                   space: dict[str, dict[str, dict[str, Any]]] | None = None,
+                   window: int = 12) -> list[dict[str, Any]]:
     """Per tuned method: its trials (complete / all), the budget of one trial (question visits,
     reward evaluations), the best objective and the chosen values; whether the study had
-    stopped improving (the complete trial that set the best, and what the last third of the
-    trials added to the best of the first two thirds) and which chosen values sit at a bound of
-    `space` (tune.space); [] when nothing was tuned."""
+    stopped improving (the complete trial that set the best, and what its last `window` trials,
+    tune.plateau_trials, added to the best of the trials before them) and which chosen values
+    sit at a bound of `space` (tune.space); [] when nothing was tuned."""
     out = []
     for method, t in trials.groupby("method", sort=False):
         done = t[t["state"] == "COMPLETE"].sort_values("trial")
         values = done["value"].astype(float).to_numpy()
-        head = values[: int(np.ceil(2 * len(values) / 3))]
         chosen = dict(tuned.get(method) or {})
         dims = (space or {}).get(method) or {}
         picked = done[[same_values(json.loads(p), chosen) for p in done["params"]]] \
@@ -746,7 +745,7 @@ def tuning_numbers(trials: pd.DataFrame, tuned: dict[str, dict[str, Any]],
             "reward_evals_median": float(done["reward_evals"].median()) if len(done) else None,
             "best": float(values.max()) if len(values) else None,
             "best_at": int(np.argmax(values)) + 1 if len(values) else None,
-            "last_third_gain": float(values.max() - head.max()) if len(values) else None,
+            "plateau_gain": plateau_gain(values, window), "plateau_trials": window,
             "at_bound": sorted(k for k, v in chosen.items() if k in dims and at_bound(v, dims[k])),
             "chosen_trial": int(picked["trial"].iloc[0]) if len(picked) else None,
             "chosen_value": float(picked["value"].iloc[0]) if len(picked) else None,

@@ -161,7 +161,8 @@ def main(params: Path = DEFAULT_PARAMS, data: Path = Path("data"),
     ran = what_ran(load_prepare(params), tools_cfg, read_params(params).get("train") or {},
                    settings)
     trials = read_trials(tune_dir / "trials.csv")
-    tuning = tuning_numbers(trials, tuned, tune.get("space") or {})
+    tuning = tuning_numbers(trials, tuned, tune.get("space") or {},
+                            int(tune.get("plateau_trials", 12)))
     shown = dict(FIGURES)
     if tuning:
         shown[TUNING_FIGURE[0]] = TUNING_FIGURE[1]

@@ -22,7 +22,7 @@ from typing import Any
 import optuna
 import pandas as pd
 
-from fgpo.config import DEFAULT_PARAMS, load_section
+from fgpo.config import DEFAULT_PARAMS, load_section, plateau_gain
 from fgpo.errors import InputError
 from fgpo.rewards.data import load_run_data, table_path
 from fgpo.rewards.stats import require_trainable
@@ -132,12 +132,30 @@ def write_trials(studies: dict[str, optuna.Study], path: Path) -> None:
     atomic_write_text(pd.DataFrame(trials_table(studies)).to_csv(index=False), path)
 
 
-def outcome(studies: dict[str, optuna.Study], tuned: Path = TUNED_PARAMS) -> list[str]:
-    """What `fgpo tune` prints: per method, its trials, best objective and chosen values."""
+def outcome(studies: dict[str, optuna.Study], params: Path = DEFAULT_PARAMS,
+            tuned: Path = TUNED_PARAMS) -> list[str]:
+    """What `fgpo tune` prints: per method, its trials, best objective, whether its study had
+    stopped improving (tune.plateau_trials) and the chosen values, once tune/tuned.yaml holds
+    every method's (while another process's studies run, the file waits for them)."""
+    cfg = load_section(TuneConfig, "tune", params)
+    waiting = [m for m in cfg.methods
+               if m not in studies or len(complete(studies[m])) < cfg.n_trials]
     lines = []
     for method, study in studies.items():
         done = complete(study)
+        if not done:
+            lines.append(f"{method}: no complete trial")
+            continue
+        values = [t.value for t in sorted(done, key=lambda t: t.number)]
+        gain = plateau_gain(values, cfg.plateau_trials)
+        trend = ("too few trials to tell whether it has stopped improving" if gain is None else
+                 f"the last {cfg.plateau_trials} trials added {gain:+.4f}"
+                 + (" (stopped improving)" if gain < cfg.tie_tolerance else
+                    " (still improving: raise tune.n_trials, the study resumes)"))
         lines.append(f"{method}: {len(done)} complete trials, best val/expected_reward "
-                     f"{study.best_value:.4f} (trial {study.best_trial.number}); chosen: "
-                     f"{read_tuned(method, tuned)}" if done else f"{method}: no complete trial")
+                     f"{study.best_value:.4f} (trial {study.best_trial.number}); {trend}"
+                     + ("" if waiting else f"; chosen: {read_tuned(method, tuned)}"))
+    if waiting:
+        return lines + [f"{tuned} waits for the studies of {', '.join(waiting)} (the last to "
+                        "finish writes it)"]
     return lines + [f"-> {tuned} (the train stage applies it; `make run` retrains)"]

@@ -81,6 +81,11 @@ class TuneConfig:
     """Trials whose objective is within this of the best count as tied (one training seed per
     trial: smaller differences are noise); of those, the chosen one lies farthest inside the
     search ranges, so a flat objective does not put the chosen value at a range's edge."""
+    plateau_trials: int = 12
+    """The study has stopped improving when its last `plateau_trials` complete trials raised its
+    best objective by less than `tie_tolerance`; `fgpo tune` and the report's tuning table say
+    which studies had not (then raise n_trials: the study resumes). A study with no more complete
+    trials than this cannot tell."""
     train_seed: int = 100
     """The training seed of every trial's runs (data order, sampled groups, head init). Never
     one of train.seeds: values chosen on a seed's runs and then evaluated on the same seed's
@@ -109,6 +114,8 @@ class TuneConfig:
             check_number(getattr(self, name), f"tune.{name}", "a whole number",
                          ge=1 if name in ("n_trials", "epochs", "evals_per_epoch", "workers")
                          else 0, integer=True)
+        check_number(self.plateau_trials, "tune.plateau_trials", "a whole number of trials, "
+                     "e.g. a quarter of tune.n_trials", ge=1, integer=True)
         check_number(self.tie_tolerance, "tune.tie_tolerance", "set 0 to take the best trial, "
                      "or a small objective difference, e.g. 0.002", ge=0)
         if not self.settings:
