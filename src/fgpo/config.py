@@ -8,7 +8,7 @@ import numbers
 import os
 import typing
 from pathlib import Path
-from typing import Any, Sequence, TypeVar
+from typing import Any, TypeVar
 
 import yaml
 
@@ -137,15 +137,6 @@ def check_number(value: Any, field: str, fix: str, *, gt: float | None = None,
     if not all(ok(b) for b, _, ok in bounds if b is not None):
         rule = " and ".join(f"{op} {b}" for b, op, _ in bounds if b is not None)
         raise InputError(f"{name} must be {rule}, got {value!r}; {fix}", field=field)
-
-
-def plateau_gain(values: Sequence[float], window: int) -> float | None:
-    """How much the last `window` of a study's complete trials (in trial order) raised the best
-    objective of those before them; None when there are no more trials than `window` (the
-    tuning's closing lines and the report's tuning table read it)."""
-    if len(values) <= window:
-        return None
-    return float(max(values) - max(values[:-window]))
 
 
 def range_fraction(value: float, low: float, high: float, log: bool = False) -> float:

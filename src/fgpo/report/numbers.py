@@ -17,12 +17,13 @@ from typing import Any, Sequence
 import numpy as np
 import pandas as pd
 
-from fgpo.config import plateau_gain, range_fraction
+from fgpo.config import range_fraction
 from fgpo.errors import InputError
 from fgpo.report.config import ReportConfig
 from fgpo.report.data import BASELINES, SettingData, mean_curve
 from fgpo.report.paired import (Across, across_settings, cmh_by_seed, holm_verdicts,
                                 leave_one_seed_out, paired_bootstrap, verdict)
+from fgpo.sweep.plateau import plateau_gain
 
 # ---- paired test-set scores -----------------------------------------------------------------
 

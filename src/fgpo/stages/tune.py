@@ -22,13 +22,14 @@ from typing import Any
 import optuna
 import pandas as pd
 
-from fgpo.config import DEFAULT_PARAMS, load_section, plateau_gain
+from fgpo.config import DEFAULT_PARAMS, load_section
 from fgpo.errors import InputError
 from fgpo.rewards.data import load_run_data, table_path
 from fgpo.rewards.stats import require_trainable
 from fgpo.rewards.table import tool_names
 from fgpo.seqio import atomic_write_text
 from fgpo.sweep.handoff import dvc_stable
+from fgpo.sweep.plateau import plateau_gain
 from fgpo.sweep.storage import open_storage
 from fgpo.sweep.tune import (TuneConfig, chosen, complete, resolve_storage, run_tune,
                              study_name, trials_table)
