@@ -57,7 +57,7 @@ def ms_per_step(questions: list[Question], layers: list[int], cache: bool, metho
     idx = torch.arange(batch)
     rewards = torch.rand(batch, 64, generator=torch.Generator().manual_seed(0)).to(dev)
     ref_logp = reference_logp("uniform", policy, 64)
-    optimizer, scheduler = build_optimizer(cfg, policy)
+    optimizer, scheduler = build_optimizer(cfg, policy, total_steps=1)  # constant: unused
     estimator = ESTIMATORS[method](cfg, getattr(cfg, method), rewards, batch,
                                    torch.Generator().manual_seed(0))
     counter = itertools.count()  # step numbers go on: GRPO resamples every mu-th

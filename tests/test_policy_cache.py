@@ -206,3 +206,20 @@ def test_a_one_question_input_example_does_not_evict_the_settings_states(questio
     assert third.frozen.shape[0] == 3 and encoder._FROZEN.get(encoder.frozen_key(
         again.backbone_path, again.start, again.input_ids, again.attention_mask,
         "cpu"))["hidden"] is setting.frozen
+
+
+def test_the_step_timing_bench_drives_the_train_loops_own_step(questions):
+    """bench/step_times.py (`make bench` and the GPU check) calls the train loop's optimizer and
+    step functions directly: one timed step of every estimator, cached and not, so a change of
+    their signatures breaks a test rather than the next benchmark run."""
+    import math
+    import sys
+    from pathlib import Path
+
+    from fgpo.train.estimators import ESTIMATORS
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
+    from step_times import ms_per_step
+    for method in ESTIMATORS:
+        for cache in (False, True):
+            ms = ms_per_step(questions, [5], cache, method, batch=2, repeats=1, mu=1)
+            assert math.isfinite(ms) and ms > 0, (method, cache)
