@@ -16,6 +16,7 @@ from fgpo.report.config import ReportConfig
 from fgpo.report.data import BASELINES, SettingData, family_methods
 from fgpo.report.numbers import FLAT, Comparison, Group, Overall, SettingRow
 from fgpo.report.paper import PAPER
+from fgpo.sweep.plateau import still_improving
 from fgpo.tools.toolset import ToolsConfig
 
 def _pm(mean: float, std: float, seeds: int) -> str:
@@ -420,7 +421,7 @@ def tuning_section(tuning: list[dict[str, Any]], tune: dict[str, Any]) -> str:
                            for k, v in sorted(t["chosen"].items())) or "(not written)"
         best_at = "—" if t.get("best_at") is None else f"{t['best_at']} of {t['complete']}"
         gain = "—" if t.get("plateau_gain") is None else f"{t['plateau_gain']:+.4f}" + (
-            " ↑" if t["plateau_gain"] >= tolerance else "")
+            " ↑" if still_improving(t["plateau_gain"], tolerance) else "")
         picked = ("—" if t.get("chosen_trial") is None else
                   f"{t['chosen_trial']} ({t['chosen_value']:.4f})")
         lines.append(f"| {t['method'].upper()} | {t['trials']} ({t['complete']}) | {visits} | "

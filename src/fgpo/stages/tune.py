@@ -29,7 +29,7 @@ from fgpo.rewards.stats import require_trainable
 from fgpo.rewards.table import tool_names
 from fgpo.seqio import atomic_write_text
 from fgpo.sweep.handoff import dvc_stable
-from fgpo.sweep.plateau import plateau_gain
+from fgpo.sweep.plateau import plateau_gain, still_improving
 from fgpo.sweep.storage import open_storage
 from fgpo.sweep.tune import (TuneConfig, chosen, complete, resolve_storage, run_tune,
                              study_name, trials_table)
@@ -151,8 +151,8 @@ def outcome(studies: dict[str, optuna.Study], params: Path = DEFAULT_PARAMS,
         gain = plateau_gain(values, cfg.plateau_trials)
         trend = ("too few trials to tell whether it has stopped improving" if gain is None else
                  f"the last {cfg.plateau_trials} trials added {gain:+.4f}"
-                 + (" (stopped improving)" if gain < cfg.tie_tolerance else
-                    " (still improving: raise tune.n_trials, the study resumes)"))
+                 + (" (still improving: raise tune.n_trials, the study resumes)"
+                    if still_improving(gain, cfg.tie_tolerance) else " (stopped improving)"))
         lines.append(f"{method}: {len(done)} complete trials, best val/expected_reward "
                      f"{study.best_value:.4f} (trial {study.best_trial.number}); {trend}"
                      + ("" if waiting else f"; chosen: {read_tuned(method, tuned)}"))

@@ -12,3 +12,8 @@ def plateau_gain(values: Sequence[float], window: int) -> float | None:
     if len(values) <= window:
         return None
     return float(max(values) - max(values[:-window]))
+
+
+def still_improving(gain: float, tolerance: float) -> bool:
+    """The last trials raised the best by at least the tie tolerance (noise does less)."""
+    return gain >= tolerance
