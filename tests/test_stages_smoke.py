@@ -883,12 +883,14 @@ def _dvc_json(*args: str, cwd: Path):
 
 
 @pytest.mark.slow
-def test_a_queued_dvc_experiment_logs_to_the_projects_mlflow_store(tmp_path):
-    """`dvc exp run --queue -S ...` then `--run-all` (each in a temporary copy of the project):
-    the experiment's training runs land in the project's MLflow store, tagged with the DVC
+def test_a_dvc_experiment_in_a_temporary_copy_logs_to_the_projects_mlflow_store(tmp_path):
+    """`dvc exp run --temp -S ...` (a temporary copy of the project, set up as a queued
+    experiment's is: DVC's stash queue sets $DVC_ROOT and $DVC_EXP_NAME for both): the
+    experiment's training runs land in the project's MLflow store, tagged with the DVC
     experiment's name and baseline revision, with the experiment's params; `dvc exp show` lists
     its metrics beside the baseline's; `dvc plots diff` draws the validation curves on the
-    x and y the train stage declares."""
+    x and y the train stage declares. Not `--queue` + `--run-all`: their Celery worker
+    sometimes stalls for good (treeverse/dvc#10398, #10428; once in this project's CI, 30 min)."""
     from mlflow.tracking import MlflowClient
 
     work = tmp_path / "repo"
@@ -899,9 +901,8 @@ def test_a_queued_dvc_experiment_logs_to_the_projects_mlflow_store(tmp_path):
     baseline = subprocess.run(["git", "rev-parse", "HEAD"], cwd=work, check=True,
                               capture_output=True, text=True).stdout.strip()
     # tune.apply=false: the tuned values would otherwise shadow train.learning_rate
-    _dvc("exp", "run", "--queue", "-n", "lr-up", "-S", "tune.apply=false",
+    _dvc("exp", "run", "--temp", "-n", "lr-up", "-S", "tune.apply=false",
          "-S", "train.learning_rate=0.05", cwd=work)
-    _dvc("exp", "run", "--run-all", cwd=work)
 
     client = MlflowClient(f"sqlite:///{work / 'mlruns' / 'mlflow.db'}")
     fgpo_exp = client.get_experiment_by_name("fgpo").experiment_id

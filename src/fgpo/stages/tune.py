@@ -76,8 +76,7 @@ def main(params: Path = DEFAULT_PARAMS, data: Path = Path("data"), storage: str 
         studies = load_studies(cfg.methods, url)
         if studies:
             write_trials(studies, trials)
-    short = {m: len(complete(studies[m])) if m in studies else 0 for m in cfg.methods
-             if m not in studies or len(complete(studies[m])) < cfg.n_trials}
+    short = short_studies(studies, cfg)
     if any(m in short for m in running):
         raise InputError(f"studies ended with fewer than {cfg.n_trials} complete trials "
                          f"({short}; see {trials}): tune/tuned.yaml left as it was; rerun "
@@ -87,6 +86,13 @@ def main(params: Path = DEFAULT_PARAMS, data: Path = Path("data"), storage: str 
         return studies
     write_tuned(dvc_stable(chosen(studies, cfg)), tuned)  # dvc.lock keeps them as written
     return studies
+
+
+def short_studies(studies: dict[str, optuna.Study], cfg: TuneConfig) -> dict[str, int]:
+    """The methods whose studies hold fewer than `tune.n_trials` complete trials, with how many
+    they hold (a study not created yet: 0); tune/tuned.yaml is written once this is empty."""
+    counts = {m: len(complete(studies[m])) if m in studies else 0 for m in cfg.methods}
+    return {m: n for m, n in counts.items() if n < cfg.n_trials}
 
 
 _SHARED: tuple[Any, ...] | None = None
@@ -139,8 +145,7 @@ def outcome(studies: dict[str, optuna.Study], params: Path = DEFAULT_PARAMS,
     stopped improving (tune.plateau_trials) and the chosen values, once tune/tuned.yaml holds
     every method's (while another process's studies run, the file waits for them)."""
     cfg = load_section(TuneConfig, "tune", params)
-    waiting = [m for m in cfg.methods
-               if m not in studies or len(complete(studies[m])) < cfg.n_trials]
+    waiting = list(short_studies(studies, cfg))
     lines = []
     for method, study in studies.items():
         done = complete(study)
