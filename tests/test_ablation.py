@@ -78,11 +78,13 @@ def test_a_tie_reads_as_a_tie():
 def test_estimator_row_reads_the_metrics_and_the_observed_zero_signal():
     metrics = {"test/accuracy": 0.8, "test/accuracy_std": 0.01, "test/reward": 0.79,
                "test/reward_std": 0.01, "test/tools_per_question": 1.5,
-               "test/zero_signal_frac": 0.4, "budget/reward_evals": 1000.0}
+               "test/zero_signal_frac": 0.4, "budget/reward_evals": 1000.0,
+               "budget/reward_evals_unique": 250.0}
     curve = pd.DataFrame({"train_zero_signal_frac": [np.nan, 0.5, 0.25]})  # step 0: no group
     row = estimator_row(metrics, curve)
     assert row["zero_signal_observed"] == 0.375 and row["zero_signal_exact"] == 0.4
     assert row["tools"] == 1.5 and row["reward_evals"] == 1000.0
+    assert row["reward_evals_unique"] == 250.0
 
 
 def test_frontier_table_has_a_column_per_cost():

@@ -305,6 +305,7 @@ def test_train_stage_logs_a_complete_mlflow_run(tmp_path, request):
         assert tags["reasoner"] == "careful_expert" and tags["benchmark"] == "genomeqa"
         assert tags["seed"] == "0" and len(tags["table_md5"]) == 32 and tags["git_commit"]
         assert tags["device"] == "cpu"  # the resolved train.device (auto here: no GPU)
+        assert tags["budget_fraction"] == "1.0" and tags["K"] == str(len(raw["tools"]["names"]))
         assert run.data.params["train.epochs"] == "1"
         for key in ("train/expected_reward", "train/loss", "train/kl", "train/entropy",
                     "train/zero_signal_frac", "train/reward_evals", "val/accuracy",
@@ -335,7 +336,9 @@ def test_train_stage_logs_a_complete_mlflow_run(tmp_path, request):
         assert m["test/accuracy"] == pytest.approx(metrics["test/accuracy"])
     grpo = [r for r in runs if r.data.tags["method"] == "grpo"][0].data.metrics
     fgpo_m = [r for r in runs if r.data.tags["method"] == "fgpo"][0].data.metrics
-    assert fgpo_m["budget/reward_evals"] == fgpo_m["budget/table_cells_train"]
+    assert fgpo_m["budget/reward_evals_unique"] == fgpo_m["budget/table_cells_train"]
+    subsets = fgpo_m["budget/table_cells_train"] / fgpo_m["budget/questions_seen"]  # 2^K
+    assert fgpo_m["budget/reward_evals"] == fgpo_m["budget/question_visits"] * subsets
     # one epoch: every train question once, G = 8 subsets each; mu optimiser steps per batch
     mu = yaml.safe_load(params.read_text())["train"]["grpo"]["inner_epochs"]
     assert grpo["budget/reward_evals"] == grpo["budget/question_visits"] * 8

@@ -71,14 +71,15 @@ def estimator_row(metrics: dict[str, Any], curve: pd.DataFrame) -> dict[str, flo
     question, the zero-signal fraction it observed in training (sampled: groups whose G rewards
     were equal; exact: constant table rows, the only case without signal), mean over steps, and
     the exact probability that a G-group drawn from the tested policy is constant, and the
-    reward evaluations it paid."""
+    reward evaluations it made (repeats counted; distinct cells: the calls with a cache)."""
     observed = curve["train_zero_signal_frac"].dropna()
     return {"accuracy": metrics["test/accuracy"], "accuracy_std": metrics["test/accuracy_std"],
             "reward": metrics["test/reward"], "reward_std": metrics["test/reward_std"],
             "tools": metrics["test/tools_per_question"],
             "zero_signal_observed": float(observed.mean()) if len(observed) else float("nan"),
             "zero_signal_exact": metrics["test/zero_signal_frac"],
-            "reward_evals": metrics["budget/reward_evals"]}
+            "reward_evals": metrics["budget/reward_evals"],
+            "reward_evals_unique": metrics["budget/reward_evals_unique"]}
 
 
 def versus(selections: dict[str, pd.DataFrame], a: str, b: str, cfg: ReportConfig, what: str
@@ -146,10 +147,11 @@ def _pooled(d: dict[str, Any], key: str) -> str:
 def estimator_table(rows: dict[str, dict[str, dict[str, float]]], vs_fgpo: dict[str, dict],
                     estimators: list[str]) -> str:
     """Setting x estimator at the main cost: test accuracy and reward (mean +- std over seeds),
-    the paired difference to fgpo, tools, zero signal observed / exact, reward evaluations."""
+    the paired difference to fgpo, tools, zero signal observed / exact, reward evaluations
+    (distinct cells in brackets)."""
     lines = ["| setting | estimator | test accuracy | test reward | minus fgpo: accuracy (pt) "
              "| tools / question | zero signal observed | zero signal exact (G=8) "
-             "| reward evals |", "|---|---|---|---|---|---|---|---|---|"]
+             "| reward evals (distinct) |", "|---|---|---|---|---|---|---|---|---|"]
     for setting, per in rows.items():
         for m in estimators:
             r = per[m]
@@ -158,7 +160,7 @@ def estimator_table(rows: dict[str, dict[str, dict[str, float]]], vs_fgpo: dict[
             lines.append(f"| {setting} | {m} | {r['accuracy']:.3f} ± {r['accuracy_std']:.3f} "
                          f"| {r['reward']:.3f} ± {r['reward_std']:.3f} | {diff} "
                          f"| {r['tools']:.2f} | {obs} | {r['zero_signal_exact']:.2f} "
-                         f"| {r['reward_evals']:,.0f} |")
+                         f"| {r['reward_evals']:,.0f} ({r['reward_evals_unique']:,.0f}) |")
     return "\n".join(lines)
 
 

@@ -177,7 +177,10 @@ def train_seed(ctx: RunContext, method: str, settings: Settings, seed: int) -> R
                                         settings.sources.items())) or "none",
                                     # the ablation's grouping keys, on every run
                                     "estimator": method,
-                                    "tool_cost": str(ctx.run_data.table.meta.get("tool_cost"))},
+                                    "tool_cost": str(ctx.run_data.table.meta.get("tool_cost")),
+                                    # the frontier's grouping keys: its budget and tool count
+                                    "budget_fraction": str(cfg.train_fraction),
+                                    "K": str(len(ctx.run_data.tool_names))},
                               params={"method": method, "train": asdict(cfg),
                                       "tools": ctx.run_data.tool_names, "reasoner": ctx.reasoner,
                                       "benchmark": ctx.benchmark, "seed": seed},

@@ -57,11 +57,12 @@ class Estimator(Protocol):
 
     @property
     def reward_evals(self) -> int:
-        """Reward lookups paid so far (each one a reasoner call on a lazily built table)."""
+        """Reward lookups so far, repeats counted (each one a reasoner call without a cache)."""
 
     @property
     def reward_evals_unique(self) -> int:
-        """Distinct (question, subset) cells among them."""
+        """Distinct (question, subset) cells among them: the reasoner calls with a cache, the
+        cost every method is compared on."""
 
     def state_dict(self) -> dict[str, Any]: ...
 

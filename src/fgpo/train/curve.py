@@ -13,13 +13,14 @@ import pandas as pd  # noqa: E402
 
 
 def learning_curve(history: list[dict], path: Path, title: str) -> Path:
-    """One run's curves: validation accuracy against reward evaluations, the zero-signal
+    """One run's curves: validation accuracy against distinct reasoner calls (the cells read
+    so far, each paid once with a cache; log axis), the zero-signal
     fraction and the exact expected reward of the training batches, per step."""
     df = pd.DataFrame(history)
     fig, axes = plt.subplots(1, 3, figsize=(12, 3.2))
     val = df.dropna(subset=["val/accuracy"])
-    axes[0].plot(val["train/reward_evals"].ffill(), val["val/accuracy"], marker="o")
-    axes[0].set(xlabel="reward evaluations", ylabel="val accuracy")
+    axes[0].plot(val["train/reward_evals_unique"].ffill(), val["val/accuracy"], marker="o")
+    axes[0].set(xlabel="distinct reasoner calls", ylabel="val accuracy", xscale="symlog")
     axes[1].plot(df.step, df["train/zero_signal_frac"])
     axes[1].set(xlabel="step", ylabel="zero-signal fraction")
     axes[2].plot(df.step, df["train/expected_reward"])

@@ -10,8 +10,10 @@ A is held constant (detached), so the policy term's gradient is exactly -grad J(
 the baseline changes nothing in expectation (sum_S grad pi(S) = 0), and here there is no
 expectation to estimate. KL and entropy are exact finite sums.
 
-As an estimator (fgpo.train.base), FGPO needs no sampling: it reads every train cell of the
-table, so it counts the whole train table as paid for from step 0.
+As an estimator (fgpo.train.base), FGPO needs no sampling: each step reads all 2^K cells of
+its batch's questions. With a cache (a table built as it is read), a question's cells are paid
+for when it is first read: its distinct cells are 2^K x the questions seen so far, the whole
+train table (or the run's sub-table, `train.train_fraction`) once an epoch has passed.
 """
 
 from __future__ import annotations
@@ -72,10 +74,14 @@ class FGPO:
     def __init__(self, cfg: TrainSettings, own: FGPOConfig, rewards: torch.Tensor, n_train: int,
                  generator: torch.Generator) -> None:
         self.cfg, self.own, self.rewards = cfg, own, rewards
-        self.table_cells_train = n_train * rewards.shape[1]  # read once, reused every step
+        self.evals = 0                 # cells read, repeats counted (no cache)
+        self.rows: set[int] = set()    # questions read: each one's 2^K cells paid once (cache)
 
     def collect(self, step: int, policy: Policy, next_batch: NextBatch) -> Batch:
-        return Batch(next_batch())
+        idx = next_batch()
+        self.evals += idx.numel() * self.rewards.shape[1]
+        self.rows.update(idx.tolist())
+        return Batch(idx)
 
     def loss(self, policy: Policy, batch: Batch, ref_logp: RefLogp
              ) -> tuple[torch.Tensor, torch.Tensor, dict[str, torch.Tensor]]:
@@ -87,14 +93,14 @@ class FGPO:
 
     @property
     def reward_evals(self) -> int:
-        return self.table_cells_train
+        return self.evals
 
     @property
     def reward_evals_unique(self) -> int:
-        return self.table_cells_train
+        return len(self.rows) * self.rewards.shape[1]
 
     def state_dict(self) -> dict[str, Any]:
-        return {}
+        return {"evals": self.evals, "rows": self.rows}
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
-        pass
+        self.evals, self.rows = state["evals"], state["rows"]

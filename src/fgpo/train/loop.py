@@ -30,6 +30,7 @@ from fgpo.train.estimators import ESTIMATORS
 from fgpo.train.exact import entropy, expectation, kl_divergence
 from fgpo.train.metrics import policy_metrics, predict
 from fgpo.train.schedule import Schedule
+from fgpo.train.subtable import check_sub_table, sub_table_rows
 
 SELECT_BY = "val/expected_reward"  # the checkpoint rule's quantity (train.checkpoint_rule)
 
@@ -132,15 +133,24 @@ def build_optimizer(cfg: TrainConfig, policy: Policy, total_steps: int
 
 
 def next_batch(state: LoopState, train_idx: np.ndarray, batch_size: int,
-               generator: torch.Generator) -> torch.Tensor:
+               generator: torch.Generator, full: bool = False) -> torch.Tensor:
     """The next `batch_size` train rows of this epoch's permutation, the remainder at the end
-    of an epoch, then a fresh permutation: every train row once per epoch."""
-    if state.pos >= len(state.perm):
+    of an epoch, then a fresh permutation: every train row once per epoch. `full` (a
+    sub-table run): an epoch's last batch is filled from the next permutation, so every batch
+    holds `batch_size` questions and the run visits as many questions as the whole split's."""
+    def permute() -> None:
         state.perm = torch.as_tensor(train_idx)[torch.randperm(len(train_idx),
                                                                generator=generator)]
         state.pos = 0
+    if state.pos >= len(state.perm):
+        permute()
     batch = state.perm[state.pos:state.pos + batch_size]
     state.pos += len(batch)
+    if full and len(batch) < batch_size:
+        rest = batch_size - len(batch)
+        permute()
+        batch = torch.cat([batch, state.perm[:rest]])
+        state.pos = rest
     state.visits += len(batch)
     state.seen.update(batch.tolist())  # rows a lazily built table would have paid for
     return batch
@@ -235,6 +245,7 @@ def check_run_data(cfg: TrainConfig, data: RunData) -> None:
                          f"({n_train} questions); set train.batch_size to at most {n_train}, "
                          f"or give the benchmark more train questions",
                          field="train.batch_size")
+    check_sub_table(n_train, cfg.train_fraction, cfg.batch_size)
 
 
 def train_run(method: str, cfg: TrainConfig, data: RunData, seed: int,
@@ -259,13 +270,15 @@ def train_run(method: str, cfg: TrainConfig, data: RunData, seed: int,
     table = data.table
     rewards = torch.tensor(table.reward, dtype=torch.float32, device=device)
     n_sub = rewards.shape[1]
-    train_idx, val_idx = data.rows("train"), data.rows("val")  # test: fgpo.evaluate, after
+    split_idx, val_idx = data.rows("train"), data.rows("val")  # test: fgpo.evaluate, after
+    train_idx = sub_table_rows(split_idx, cfg.train_fraction, seed)  # the rows it may read
     ref_logp = reference_logp(cfg.policy.reference, policy, n_sub)
     generators = {"data_gen": torch.Generator().manual_seed(seed),       # data order
                   "sample_gen": torch.Generator().manual_seed(seed + 1)}  # the estimator's draws
     estimator = ESTIMATORS[method](cfg, getattr(cfg, method), rewards, len(train_idx),
                                    generators["sample_gen"])
-    schedule = Schedule(len(train_idx), cfg.batch_size, cfg.epochs, estimator.steps_per_batch,
+    # the whole split's schedule, on a sub-table too: the same visits and validation points
+    schedule = Schedule(len(split_idx), cfg.batch_size, cfg.epochs, estimator.steps_per_batch,
                         cfg.evals_per_epoch, cfg.val_spacing)
     total, val_steps = schedule.total_steps, set(schedule.validation_steps())
     optimizer, scheduler = build_optimizer(cfg, policy, total)
@@ -277,7 +290,8 @@ def train_run(method: str, cfg: TrainConfig, data: RunData, seed: int,
     state = (load_checkpoint(checkpoint, chash, policy, optimizer, scheduler, generators,
                              estimator)
              or LoopState(run_id=getattr(tracker, "run_id", None)))
-    batches = partial(next_batch, state, train_idx, cfg.batch_size, generators["data_gen"])
+    batches = partial(next_batch, state, train_idx, cfg.batch_size, generators["data_gen"],
+                      full=len(train_idx) < len(split_idx))
 
     def log(metrics: dict[str, float], step: int) -> None:
         state.history.append({"step": step, **metrics})
@@ -288,7 +302,9 @@ def train_run(method: str, cfg: TrainConfig, data: RunData, seed: int,
         val = validate(policy, table, val_idx, G)
         keep_if_best(state, 0, val, policy)
         log({**{f"val/{k}": v for k, v in val.items()},
-             "train/reward_evals": estimator.reward_evals, "train/questions_seen": 0,
+             "train/reward_evals": estimator.reward_evals,
+             "train/reward_evals_unique": estimator.reward_evals_unique,
+             "train/questions_seen": 0,
              "train/question_visits": 0, "train/epoch": 0.0}, 0)
 
     # ---- the loop: one optimiser step per iteration ---------------------------------------------
@@ -308,7 +324,7 @@ def train_run(method: str, cfg: TrainConfig, data: RunData, seed: int,
                    "train/reward_evals_unique": estimator.reward_evals_unique,
                    "train/questions_seen": len(state.seen),
                    "train/question_visits": state.visits,
-                   "train/epoch": state.visits / len(train_idx),
+                   "train/epoch": state.visits / len(split_idx),  # the split's epochs
                    "train/lr": scheduler.get_last_lr()[0], "train/grad_norm": float(out.grad_norm)}
         if step in val_steps:
             val = validate(policy, table, val_idx, G)

@@ -27,6 +27,13 @@ class TrainSettings:
     estimator's steps per batch (FGPO 1, GRPO mu)."""
     batch_size: int = 16
     """Questions per batch (the last batch of an epoch holds the remainder)."""
+    train_fraction: float = 1.0
+    """Fraction of the train split's questions a run may read: a sub-table of
+    ceil(fraction x N) questions drawn by the run's seed (fgpo.train.subtable; nested: for one
+    seed a smaller fraction's questions are among a larger one's, and every method gets the
+    same ones). The schedule stays the whole split's (the same question visits, steps and
+    validation points), so a run on a sub-table passes over its questions 1/fraction times
+    as often; its cost is the sub-table's cells. 1.0: the whole split."""
     learning_rate: float = 1.0e-3
     """AdamW learning rate of the LoRA adapters."""
     head_lr_mult: float = 10.0
@@ -106,6 +113,11 @@ class TrainSettings:
                      "e.g. 8", ge=1, integer=True)
         check_number(self.batch_size, "train.batch_size", "set the questions per step, e.g. "
                      "16 (at most the train split's size)", ge=1, integer=True)
+        fraction_fix = "set the fraction of the train questions a run reads, in (0, 1], e.g. 0.25"
+        check_number(self.train_fraction, "train.train_fraction", fraction_fix, gt=0)
+        if self.train_fraction > 1:
+            raise InputError(f"train_fraction must be at most 1, got {self.train_fraction}; "
+                             f"{fraction_fix} (1 = the whole split)", field="train.train_fraction")
         check_number(self.learning_rate, "train.learning_rate", "set a positive learning "
                      "rate, e.g. 1.0e-3 (a negative one ascends the loss)", gt=0)
         check_number(self.head_lr_mult, "train.head_lr_mult", "set a positive multiplier, e.g. "
