@@ -10,6 +10,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import torch
 
 sys.path.insert(0, str(Path(__file__).parent))
 from test_training import synthetic_data, tiny_backbone, tiny_cfg  # noqa: E402,F401
@@ -126,3 +127,48 @@ def test_grpo_with_a_tiny_group_counts_the_cells_it_read(tiny_backbone, monkeypa
     assert result.final["budget/reward_evals"] == sum(b.masks.numel() for b in groups) == \
         3 * 24 * 2
     assert len(cells) < 3 * 24 * 2  # with G = 2 over 3 epochs, draws repeat: the cache's saving
+
+
+# ---- every validation point's weights, tested after training -----------------------------------
+
+def test_kept_validation_points_change_nothing_and_test_as_the_selected_policy(tiny_backbone):
+    from fgpo.evaluate import evaluate_test, evaluate_validation_points
+
+    data = synthetic_data()
+    cfg = tiny_cfg(tiny_backbone, epochs=2, grpo=GRPOConfig(group_size=4, inner_epochs=2))
+    plain = train_run("grpo", cfg, data, seed=0, progress=False)
+    kept = train_run("grpo", cfg, data, seed=0, progress=False, keep_val_states=True)
+    assert plain.final == kept.final and plain.history == kept.history and not plain.val_states
+    val_steps = [h["step"] for h in kept.history if "val/accuracy" in h]
+    assert sorted(kept.val_states) == val_steps and val_steps[0] == 0
+
+    selected, _ = evaluate_test(kept.policy, data, cfg.zero_signal_group_size)
+    points = evaluate_validation_points(kept.policy, data, kept.val_states, kept.history,
+                                        cfg.zero_signal_group_size)
+    assert list(points.step) == val_steps
+    at = points.set_index("step").loc[kept.final["checkpoint/step"]]
+    for key, value in selected.items():
+        assert at[key] == value  # the selected checkpoint's row is the selected policy's test
+    assert at["val/expected_reward"] == kept.final["val/expected_reward"]
+    assert points.reward_evals_unique.is_monotonic_increasing
+    assert points.reward_evals_unique.iloc[0] == 0
+    again, _ = evaluate_test(kept.policy, data, cfg.zero_signal_group_size)
+    assert again == selected  # the policy's own weights were put back
+
+
+def test_a_resumed_sub_table_run_keeps_its_counts_and_validation_points(tiny_backbone, tmp_path):
+    from test_training import _Interrupt
+
+    data = synthetic_data()
+    cfg = tiny_cfg(tiny_backbone, epochs=4, checkpoint_every=5, train_fraction=0.5)
+    whole = train_run("fgpo", cfg, data, seed=1, progress=False, keep_val_states=True)
+    ckpt = tmp_path / "ckpt.pt"
+    with pytest.raises(KeyboardInterrupt):
+        train_run("fgpo", cfg, data, seed=1, tracker=_Interrupt(at=8), checkpoint=ckpt,
+                  progress=False, keep_val_states=True)
+    resumed = train_run("fgpo", cfg, data, seed=1, checkpoint=ckpt, progress=False,
+                        keep_val_states=True)
+    assert resumed.history == whole.history and resumed.final == whole.final
+    assert sorted(resumed.val_states) == sorted(whole.val_states)
+    assert all(torch.equal(resumed.val_states[s][k], v)
+               for s, state in whole.val_states.items() for k, v in state.items())

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
+import torch
 
 from fgpo.policy.base import Policy
 from fgpo.rewards.table import RunData
@@ -27,3 +28,26 @@ def evaluate_test(policy: Policy, data: RunData, group_size: int
         "reward": table.reward[idx, greedy],
         "p_selected": logp.exp().numpy()[np.arange(len(greedy)), greedy]})
     return {f"test/{k}": v for k, v in test.items()}, selections
+
+
+def evaluate_validation_points(policy: Policy, data: RunData,
+                               states: dict[int, dict[str, torch.Tensor]],
+                               history: list[dict[str, float]], group_size: int
+                               ) -> pd.DataFrame:
+    """One row per validation point of a run (`train_run(..., keep_val_states=True)`): its step,
+    the distinct and repeated reasoner calls spent by then, its validation numbers (the only
+    ones a selection may read) and the test numbers of its weights. The policy's own weights
+    are put back afterwards."""
+    by_step = {int(h["step"]): h for h in history}
+    own = {k: v.detach().clone() for k, v in policy.state_dict().items() if k in
+           next(iter(states.values()), {})}
+    rows = []
+    for step, weights in sorted(states.items()):
+        policy.load_state_dict(weights, strict=False)
+        test, _ = evaluate_test(policy, data, group_size)
+        h = by_step[step]
+        rows.append({"step": step, "reward_evals_unique": h.get("train/reward_evals_unique", 0),
+                     "reward_evals": h.get("train/reward_evals", 0),
+                     **{k: v for k, v in h.items() if k.startswith("val/")}, **test})
+    policy.load_state_dict(own, strict=False)
+    return pd.DataFrame(rows)

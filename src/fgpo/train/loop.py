@@ -46,6 +46,9 @@ class RunResult:
     selections: pd.DataFrame | None = field(repr=False, default=None)  # set by the test evaluation
     run_id: str | None = None  # its MLflow run, when tracked
     model_uri: str | None = None  # its policy logged as an MLflow model, when tracked
+    val_states: dict[int, dict[str, torch.Tensor]] = field(repr=False, default_factory=dict)
+    """step -> trainable weights at each validation point (train_run's `keep_val_states`):
+    what fgpo.evaluate tests after training, for a budget frontier."""
 
 
 class MetricsLog(Protocol):
@@ -75,6 +78,7 @@ class LoopState:
     best_state: dict[str, torch.Tensor] | None = None  # its trainable weights
     history: list[dict[str, float]] = field(default_factory=list)
     run_id: str | None = None                       # the tracker's run, for a resume
+    val_states: dict[int, dict[str, torch.Tensor]] = field(default_factory=dict)  # if asked
 
 
 @dataclass
@@ -194,9 +198,13 @@ def validate(policy: Policy, table: RewardTable, idx: np.ndarray, group_size: in
                           table.n_tools, group_size)
 
 
-def keep_if_best(state: LoopState, step: int, val: dict[str, float], policy: Policy) -> None:
+def keep_if_best(state: LoopState, step: int, val: dict[str, float], policy: Policy,
+                 keep_all: bool = False) -> None:
     """The best_val rule: remember this validation point's weights when its expected reward
-    beats every earlier one (strictly: the earliest of equal points stays)."""
+    beats every earlier one (strictly: the earliest of equal points stays); `keep_all`: every
+    validation point's weights too."""
+    if keep_all and val:
+        state.val_states[step] = _trainable_state(policy)
     value = val.get(SELECT_BY.removeprefix("val/"))
     if value is not None and value > state.best_value:
         state.best_step, state.best_value = step, value
@@ -250,9 +258,10 @@ def check_run_data(cfg: TrainConfig, data: RunData) -> None:
 
 def train_run(method: str, cfg: TrainConfig, data: RunData, seed: int,
               tracker: MetricsLog | None = None, checkpoint: Path | None = None,
-              progress: bool = True) -> RunResult:
+              progress: bool = True, keep_val_states: bool = False) -> RunResult:
     """Train one policy with estimator `method` (a key of ESTIMATORS) for cfg.epochs epochs
-    and return it at the checkpoint `cfg.checkpoint_rule` selects."""
+    and return it at the checkpoint `cfg.checkpoint_rule` selects (`keep_val_states`: with
+    the weights of every validation point besides, changing nothing else)."""
     if method not in ESTIMATORS:
         raise InputError(f"unknown method {method!r}; choose from {list(ESTIMATORS)}",
                          field="train.methods")
@@ -300,7 +309,7 @@ def train_run(method: str, cfg: TrainConfig, data: RunData, seed: int,
 
     if state.step == 0 and not state.history:  # the uniform starting point of every curve
         val = validate(policy, table, val_idx, G)
-        keep_if_best(state, 0, val, policy)
+        keep_if_best(state, 0, val, policy, keep_val_states)
         log({**{f"val/{k}": v for k, v in val.items()},
              "train/reward_evals": estimator.reward_evals,
              "train/reward_evals_unique": estimator.reward_evals_unique,
@@ -328,7 +337,7 @@ def train_run(method: str, cfg: TrainConfig, data: RunData, seed: int,
                    "train/lr": scheduler.get_last_lr()[0], "train/grad_norm": float(out.grad_norm)}
         if step in val_steps:
             val = validate(policy, table, val_idx, G)
-            keep_if_best(state, step, val, policy)
+            keep_if_best(state, step, val, policy, keep_val_states)
             metrics.update({f"val/{k}": v for k, v in val.items()})
         log(metrics, step)
         bar.update()
@@ -360,4 +369,5 @@ def train_run(method: str, cfg: TrainConfig, data: RunData, seed: int,
              "budget/table_cells": int(table.reward.size),
              "budget/table_cells_train": table_cells_train,
              "budget/optimizer_steps": total}
-    return RunResult(final=final, history=state.history, policy=policy)
+    return RunResult(final=final, history=state.history, policy=policy,
+                     val_states=state.val_states)
