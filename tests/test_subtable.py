@@ -142,9 +142,12 @@ def test_kept_validation_points_change_nothing_and_test_as_the_selected_policy(t
     val_steps = [h["step"] for h in kept.history if "val/accuracy" in h]
     assert sorted(kept.val_states) == val_steps and val_steps[0] == 0
 
-    selected, _ = evaluate_test(kept.policy, data, cfg.zero_signal_group_size)
-    points = evaluate_validation_points(kept.policy, data, kept.val_states, kept.history,
-                                        cfg.zero_signal_group_size)
+    selected, chosen = evaluate_test(kept.policy, data, cfg.zero_signal_group_size)
+    points, per_question = evaluate_validation_points(kept.policy, data, kept.val_states,
+                                                      kept.history, cfg.zero_signal_group_size)
+    at_step = per_question[per_question.step == kept.final["checkpoint/step"]]
+    assert at_step.drop(columns="step").reset_index(drop=True).equals(chosen)
+    assert len(per_question) == len(val_steps) * len(data.rows("test"))
     assert list(points.step) == val_steps
     at = points.set_index("step").loc[kept.final["checkpoint/step"]]
     for key, value in selected.items():

@@ -33,21 +33,23 @@ def evaluate_test(policy: Policy, data: RunData, group_size: int
 def evaluate_validation_points(policy: Policy, data: RunData,
                                states: dict[int, dict[str, torch.Tensor]],
                                history: list[dict[str, float]], group_size: int
-                               ) -> pd.DataFrame:
-    """One row per validation point of a run (`train_run(..., keep_val_states=True)`): its step,
-    the distinct and repeated reasoner calls spent by then, its validation numbers (the only
-    ones a selection may read) and the test numbers of its weights. The policy's own weights
-    are put back afterwards."""
+                               ) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """A run's validation points (`train_run(..., keep_val_states=True)`), tested after
+    training: (one row per point: its step, the distinct and repeated reasoner calls spent by
+    then, its validation numbers (the only ones a selection may read) and the test numbers of
+    its weights; the greedy choice per test question at each point, with a `step` column, for
+    paired comparisons). The policy's own weights are put back afterwards."""
     by_step = {int(h["step"]): h for h in history}
     own = {k: v.detach().clone() for k, v in policy.state_dict().items() if k in
            next(iter(states.values()), {})}
-    rows = []
+    rows, choices = [], []
     for step, weights in sorted(states.items()):
         policy.load_state_dict(weights, strict=False)
-        test, _ = evaluate_test(policy, data, group_size)
+        test, selections = evaluate_test(policy, data, group_size)
         h = by_step[step]
         rows.append({"step": step, "reward_evals_unique": h.get("train/reward_evals_unique", 0),
                      "reward_evals": h.get("train/reward_evals", 0),
                      **{k: v for k, v in h.items() if k.startswith("val/")}, **test})
+        choices.append(selections.assign(step=step))
     policy.load_state_dict(own, strict=False)
-    return pd.DataFrame(rows)
+    return pd.DataFrame(rows), pd.concat(choices, ignore_index=True)
