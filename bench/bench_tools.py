@@ -22,6 +22,18 @@ from fgpo.tools.outputs import run_tools
 from fgpo.tools.toolset import ToolsConfig
 
 
+def cpu_model() -> str:
+    """The CPU's model name (/proc/cpuinfo on Linux): the 'machine kind' that bit-for-bit
+    reproduction is promised on."""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--n", type=int, default=300, help="questions per benchmark")
@@ -49,7 +61,8 @@ def main() -> None:
         print(f"{name:10s} serial {row['serial_q_per_s']:8.1f} q/s   parallel({workers}) "
               f"{row['parallel_q_per_s']:8.1f} q/s   ratio {row['parallel_over_serial']:.2f}")
     report = {"machine": {"cpus": os.cpu_count(), "python": platform.python_version(),
-                          "processor": platform.processor() or platform.machine()},
+                          "processor": platform.processor() or platform.machine(),
+                          "cpu": cpu_model()},
               "tools": base.names, "workers": workers, "repeats": args.repeats,
               "results": results}
     atomic_write_text(json.dumps(report, indent=2) + "\n", args.out)

@@ -94,7 +94,9 @@ def setting_section(s: dict | None) -> list[str]:
 
 def markdown(b: dict) -> str:
     lines = ["# Benchmarks (`make bench`)", "",
-             f"One run on {b['machine']['cpus']} CPU(s), Python {b['machine']['python']}; "
+             f"One run on {b['machine']['cpus']} CPU(s)"
+             + (f" ({b['machine']['cpu']})" if b["machine"].get("cpu") else "")
+             + f", Python {b['machine']['python']}; "
              "medians over repeats; ratios compare numbers measured in the same run.", ""]
     t = b.get("train")
     if t:
