@@ -23,15 +23,18 @@ from fgpo.tools.toolset import ToolsConfig
 
 
 def cpu_model() -> str:
-    """The CPU's model name (/proc/cpuinfo on Linux): the 'machine kind' that bit-for-bit
-    reproduction is promised on."""
+    """The CPU's model name and widest vector instructions (/proc/cpuinfo on Linux): the
+    'machine kind' that bit-for-bit reproduction is promised on."""
     try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
+        lines = Path("/proc/cpuinfo").read_text().splitlines()
     except OSError:
-        pass
-    return platform.processor() or platform.machine()
+        return platform.processor() or platform.machine()
+    name = next((ln.split(":", 1)[1].strip() for ln in lines if ln.startswith("model name")),
+                platform.machine())
+    flags = set(next((ln.split(":", 1)[1].split() for ln in lines if ln.startswith("flags")), []))
+    simd = next((label for flag, label in (("avx512f", "AVX-512"), ("avx2", "AVX2"),
+                                           ("avx", "AVX")) if flag in flags), None)
+    return f"{name}, {simd}" if simd else name
 
 
 def main() -> None:
