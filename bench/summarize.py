@@ -181,7 +181,10 @@ def markdown(b: dict) -> str:
         lines += ["", *training_phase(base, engine)]
         if engine.get("note"):
             lines += ["", engine["note"]]
-    lines += ["", "## Whole default pipeline", ""]
+    lines += ["", "## Whole default pipeline", "",
+              "Whole-pipeline times are not remeasured by `make bench`: each is its last "
+              "measurement (`make run`, `make tune`), with its date and commit, possibly on "
+              "another machine than the tables above.", ""]
     fresh = b.get("make_run")
     if fresh:
         lines.append(f"A fresh clone's `make run` ({fresh['how']}) took "
