@@ -9,7 +9,7 @@ export FGPO_CACHE_DIR ?= $(CURDIR)/.cache/fgpo
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 
-.PHONY: install run test test-slow readme bench clean ui sweep tune ablation dashboard
+.PHONY: install run test test-slow readme bench clean ui sweep tune ablation frontier dashboard
 
 # torch by pip, which finds a CPU wheel where pip's config points (uv does not read it); the
 # rest by uv: the same resolution as pip's, downloaded in parallel (about 1 min here against
@@ -45,6 +45,12 @@ tune: install
 ## six estimators and three tool costs -> reports/ablation.md (timed: reports/ablation_time.json).
 ablation: install
 	$(BIN)/python bench/time_repro.py --out reports/ablation_time.json ablation/dvc.yaml
+
+## The budget frontier (frontier/dvc.yaml; after `make run`, whose tables and runs it reuses at
+## K = 6): accuracy against reasoner calls at K = 4, 6, 8 -> reports/frontier.md (timed:
+## reports/frontier_time.json).
+frontier: install
+	$(BIN)/python bench/time_repro.py --out reports/frontier_time.json frontier/dvc.yaml
 
 ## Tests: `make test` all but the slow end-to-end checks (about 10 minutes on 2 cores);
 ## `make test-slow` those (a whole dvc repro, killed workers, real collections); CI runs both.

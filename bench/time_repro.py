@@ -2,10 +2,11 @@
 
 Records the seconds, the stages that were stale before it (`dvc status` of the same targets),
 each stage's seconds (from the moment dvc announces it to the next announcement) and the
-training phase (the sum over the `train@` and `ablate@` stages), so `make bench` can report a
-whole pipeline's time and its training phase without rerunning it. Exit status is dvc's.
+training phase (the sum over the `train@`, `ablate@` and `frontier_train@` stages), so
+`make bench` can report a whole pipeline's time and its training phase without rerunning it.
+Exit status is dvc's.
 Usage: python bench/time_repro.py [--out JSON] [targets...]   (default: dvc.yaml, the main
-pipeline, -> reports/repro_time.json; `make ablation` passes ablation/dvc.yaml)
+pipeline, -> reports/repro_time.json; `make ablation` and `make frontier` pass their dvc.yaml)
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from fgpo.seqio import atomic_write_text
 
 OUT = Path("reports/repro_time.json")
 RUNNING = re.compile(r"Running stage '([^']+)'")
-TRAINING = ("train@", "ablate@")
+TRAINING = ("train@", "ablate@", "frontier_train@")
 
 
 def stage_seconds(events: list[tuple[float, str]], end: float) -> dict[str, float]:

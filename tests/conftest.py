@@ -12,6 +12,10 @@ REPO = Path(__file__).resolve().parents[1]
 REAL_DATA = REPO.parent / "shared" / "data" / "real"
 os.environ.setdefault("FGPO_CACHE_DIR", str(REPO / ".cache" / "fgpo"))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
+# every `dvc` the tests run: no usage report. DVC sends it from a daemon it double-forks at the
+# end of each command, and the command waits on a pipe for that daemon's pid: offline, and
+# forked from a multi-threaded process, that is one more way for a test to hang.
+os.environ["DVC_NO_ANALYTICS"] = "1"
 
 
 @pytest.fixture(scope="session")

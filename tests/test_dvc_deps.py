@@ -18,7 +18,7 @@ from fgpo.tracking.code import module_file, stage_closure
 REPO = Path(__file__).resolve().parents[1]
 PACKAGE = REPO / "src" / "fgpo"
 
-PIPELINES = ["dvc.yaml", "ablation/dvc.yaml"]  # the main pipeline and the ablation's
+PIPELINES = ["dvc.yaml", "ablation/dvc.yaml", "frontier/dvc.yaml"]  # main, ablation, frontier
 
 
 def _stages() -> dict[str, dict]:

@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from processes import run_or_explain
 from test_stages_smoke import BIN, REPO, _dvc, small_params
 
 NAME = "ecoli_promoters"
@@ -37,7 +38,8 @@ def _write_fasta(path: Path, records: list[tuple[str, str]]) -> None:
 
 
 def _dvc_rc(*args: str, cwd: Path) -> subprocess.CompletedProcess:
-    return subprocess.run([str(BIN / "dvc"), *args], cwd=cwd, capture_output=True, text=True,
+    """`dvc ARGS` (stdout and stderr in one stream); a hang fails with the process tree."""
+    return run_or_explain([str(BIN / "dvc"), *args], cwd=cwd, timeout=900,
                           env={**os.environ, "PATH": f"{BIN}:{os.environ['PATH']}"})
 
 

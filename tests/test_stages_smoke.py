@@ -15,6 +15,7 @@ import numpy as np
 import pandas as pd
 import pytest
 import yaml
+from processes import run_or_explain
 
 from fgpo.benchmarks.config import BenchmarkConfig, load_prepare
 from fgpo.errors import InputError
@@ -123,11 +124,13 @@ def test_a_negative_tool_cost_reaches_the_params_check_not_the_option_parser(tmp
         assert "field 'ablation.tool_costs'" in r.stderr and ">= 0" in r.stderr
 
 
-def _dvc(*args: str, cwd: Path) -> str:
-    r = subprocess.run([str(BIN / "dvc"), *args], cwd=cwd, capture_output=True, text=True,
+def _dvc(*args: str, cwd: Path, timeout: float = 900) -> str:
+    """`dvc ARGS` in `cwd`; a run past `timeout` s (a few minutes is normal on the shrunken
+    config) fails with the process tree and the fgpo processes' stacks."""
+    r = run_or_explain([str(BIN / "dvc"), *args], cwd=cwd, timeout=timeout,
                        env={**os.environ, "PATH": f"{BIN}:{os.environ['PATH']}"})
-    assert r.returncode == 0, r.stdout + r.stderr
-    return r.stdout + r.stderr
+    assert r.returncode == 0, r.stdout
+    return r.stdout
 
 
 def _project_files(work: Path) -> None:
@@ -277,6 +280,75 @@ def test_ablation_pipeline_runs_beside_the_main_one(tmp_path):
     assert "up to date" in _dvc("status", cwd=work)  # both pipelines
 
 
+@pytest.mark.slow
+def test_frontier_pipeline_runs_beside_the_main_one(tmp_path):
+    """frontier/dvc.yaml on the shrunken config (one setting, K = 4 and the main 6, two sub-table
+    fractions, one sampled estimator; why: the code paths in minutes): `dvc repro` leaves it
+    alone; `dvc repro frontier/dvc.yaml` copies the main K's tool outputs and table byte for
+    byte and builds K = 4's, reads back the train stage's runs at the main K on the whole split,
+    trains the rest, writes the validation points and the report; a second repro does nothing."""
+    from mlflow.tracking import MlflowClient
+
+    work = tmp_path / "repo"
+    _project_files(work)
+    (work / "frontier").mkdir()
+    shutil.copy(REPO / "frontier/dvc.yaml", work / "frontier")
+    params = yaml.safe_load((work / "params.yaml").read_text())
+    params["prepare"] = {"genomeqa": params["prepare"]["genomeqa"]}  # one benchmark
+    params["frontier"].update(ks=[4, 6], benchmarks=["genomeqa"], fractions=[0.5, 1.0],
+                              sampled=["grpo"], seeds=[0], budgets=6)
+    (work / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
+    subprocess.run(["git", "init", "-q"], cwd=work, check=True)
+    _dvc("init", "-q", cwd=work)
+
+    main = _dvc("repro", cwd=work)
+    assert "train@careful_expert-genomeqa" in main and "frontier" not in main
+    out = _dvc("repro", "frontier/dvc.yaml", cwd=work)
+    ran = {line.split("'")[1] for line in out.splitlines() if line.startswith("Running stage")}
+    s = "careful_expert-genomeqa"
+    assert ran == {f"frontier/dvc.yaml:frontier_tools@{k}-genomeqa" for k in (4, 6)} | {
+        f"frontier/dvc.yaml:{stage}@{k}-{s}" for stage in ("frontier_table", "frontier_train")
+        for k in (4, 6)} | {"frontier/dvc.yaml:frontier_report"}
+    frontier = work / "data/frontier"
+    assert (frontier / "K6/reward_tables/careful_expert/genomeqa.parquet").read_bytes() == (
+        work / "data/reward_tables/careful_expert/genomeqa.parquet").read_bytes()
+    k4 = read_parquet_metadata(frontier / "K4/reward_tables/careful_expert/genomeqa.parquet")
+    assert k4["tools"] == params["frontier"]["tool_order"][:4] and k4["K"] == 4
+    # every run tagged with its K and fraction; at K = 6 on the whole split: the main runs
+    client = MlflowClient(f"sqlite:///{work / 'mlruns' / 'mlflow.db'}")
+    runs = client.search_runs([client.get_experiment_by_name("fgpo").experiment_id])
+    tags = sorted((r.data.tags["method"], r.data.tags["K"], r.data.tags["budget_fraction"])
+                  for r in runs if r.data.tags.get("kind") != "report")
+    assert tags == sorted([("fgpo", "6", "1.0"), ("grpo", "6", "1.0"),   # make run's, reused
+                           ("fgpo", "6", "0.5"), ("fgpo", "4", "0.5"), ("fgpo", "4", "1.0"),
+                           ("grpo", "4", "1.0")])
+    for k in (4, 6):
+        folder = frontier / f"train/K{k}/careful_expert/genomeqa"
+        points = pd.read_parquet(folder / "points.parquet")
+        choices = pd.read_parquet(folder / "choices.parquet")
+        assert set(zip(points.method, points.fraction)) == {("fgpo", .5), ("fgpo", 1.), ("grpo", 1.)}
+        assert len(choices) == len(points) * choices.question_id.nunique()
+        # the sub-table run reads at most its half of the train questions' cells
+        half = points[(points.method == "fgpo") & (points.fraction == .5)]
+        whole = points[(points.method == "fgpo") & (points.fraction == 1.)]
+        assert half.reward_evals_unique.max() <= whole.reward_evals_unique.max() / 2 + 2 ** k
+    # the main K's whole-split points are the train stage's own
+    main_points = pd.read_parquet(work / "data/selections/careful_expert/genomeqa/fgpo.points.parquet")
+    k6 = pd.read_parquet(frontier / "train/K6/careful_expert/genomeqa/points.parquet")
+    k6 = k6[(k6.method == "fgpo") & (k6.fraction == 1.0)].drop(columns=["method", "fraction"])
+    pd.testing.assert_frame_equal(k6.reset_index(drop=True), main_points[k6.columns])
+    report = (work / "reports/frontier.md").read_text()
+    for heading in ("## What is measured", "## Crossover", "## K = 4", "## K = 6"):
+        assert heading in report
+    assert "| 4 | careful_expert/genomeqa | grpo: " in report
+    for name in ("K4", "K6", "summary"):
+        assert (work / f"reports/frontier_figures/{name}.png").stat().st_size > 5000
+    summary = json.loads((work / "metrics/frontier_summary.json").read_text())
+    assert "frontier/K4/careful_expert/genomeqa/sampled_peak_accuracy" in summary
+    assert "Running stage" not in _dvc("repro", "frontier/dvc.yaml", cwd=work)
+    assert "up to date" in _dvc("status", "frontier/dvc.yaml", cwd=work)
+
+
 def test_train_stage_logs_a_complete_mlflow_run(tmp_path, request):
     """`fgpo train` as DVC calls it (both methods in one process): an MLflow run per method
     with tags, params, step and final metrics and artifacts; the metrics JSON and plot CSV
@@ -351,6 +423,22 @@ def test_train_stage_logs_a_complete_mlflow_run(tmp_path, request):
     bench = pd.read_parquet(tmp_path / "data/benchmarks/genomeqa.parquet")
     assert sorted(sel.question_id) == sorted(bench.loc[bench.split == "test", "id"])
     assert {"family", "mask", "tools", "n_tools", "correct", "reward", "seed"} <= set(sel)
+    # every validation point's weights, tested after training: the point at the checkpoint
+    # (the last step here) has the run's own test numbers, computed from the other weights copy
+    folder = tmp_path / "data/selections/careful_expert/genomeqa"
+    for method, final in (("fgpo", fgpo_m), ("grpo", grpo)):
+        points = pd.read_parquet(folder / f"{method}.points.parquet")
+        curve = pd.read_csv(tmp_path / f"plots/train/careful_expert/genomeqa/{method}.csv")
+        assert list(points.step) == list(curve.step[curve.val_accuracy.notna()])
+        assert (points.seed == 0).all() and points.reward_evals_unique.is_monotonic_increasing
+        at = points[points.step == final["checkpoint/step"]]
+        assert at["test/accuracy"].item() == pytest.approx(final["test/accuracy"])
+        assert at["val/accuracy"].item() == pytest.approx(final["val/accuracy"])
+        choices = pd.read_parquet(folder / f"{method}.point_choices.parquet")
+        own = pd.read_parquet(folder / f"{method}.parquet").sort_values("question_id")
+        assert len(choices) == len(points) * len(own)
+        last = choices[choices.step == final["checkpoint/step"]].sort_values("question_id")
+        assert list(last["mask"]) == list(own["mask"])
 
     # MLflow's own concepts: a model-training experiment; each run's policy a pyfunc model that
     # picks the same tools as the trained policy did in process; the setting's best registered

@@ -21,7 +21,7 @@ from fgpo.train.base import Batch
 from fgpo.train.config import TrainConfig
 from fgpo.train.estimators import ESTIMATORS
 from fgpo.train.grpo import GRPOConfig
-from fgpo.train.loop import train_run
+from fgpo.train.loop import config_hash, train_run
 from fgpo.train.schedule import Schedule
 
 TOOLS = ["composition", "motif_scan", "orf_finder"]  # K = 3: 8 subsets
@@ -521,3 +521,19 @@ def test_a_non_finite_loss_stops_training_before_the_weights_take_it(tiny_backbo
     cfg = tiny_cfg(tiny_backbone, epochs=1)
     with pytest.raises(DivergedError, match=r"step 1: the loss is (nan|inf|-inf)"):
         train_run(method, cfg, data, seed=0, progress=False)
+
+
+def test_a_runs_key_covers_its_own_seed_but_not_the_seed_list_or_the_workers():
+    """The runs cache's key: the frontier's seeds [0, 1, 2] read back the train stage's runs of
+    seeds 0-2 trained under seeds [0, ..., 4]; another seed or another value is another run."""
+    meta = {"fingerprint": "f", "reasoner": "r", "benchmark": "b"}
+    cfg = TrainConfig(seeds=[0, 1, 2, 3, 4])
+    key = config_hash(cfg, "fgpo", 1, meta)
+    assert config_hash(replace(cfg, seeds=[0, 1, 2]), "fgpo", 1, meta) == key
+    assert config_hash(replace(cfg, threads=1, workers=2), "fgpo", 1, meta) != key  # threads
+    assert config_hash(replace(cfg, threads=1, workers=2), "fgpo", 1, meta) == \
+        config_hash(replace(cfg, threads=1), "fgpo", 1, meta)
+    assert config_hash(cfg, "fgpo", 2, meta) != key
+    assert config_hash(cfg, "grpo", 1, meta) != key
+    assert config_hash(replace(cfg, train_fraction=0.5), "fgpo", 1, meta) != key
+    assert config_hash(cfg, "fgpo", 1, {**meta, "fingerprint": "g"}) != key

@@ -6,9 +6,11 @@ non-finite loss) exits 4, its MLflow run FAILED."""
 
 from __future__ import annotations
 
+import faulthandler
 import functools
 import logging
 import os
+import signal
 import sys
 import warnings
 from collections.abc import Callable
@@ -55,7 +57,12 @@ LOG_LEVEL_ENV = "FGPO_LOG_LEVEL"
 @app.callback()
 def _setup() -> None:
     """The package's module loggers (`fgpo.*`) and warnings (e.g. an importer's clean-up) as
-    one plain line each on stderr."""
+    one plain line each on stderr; `kill -USR1 <pid>` prints where the command is (every
+    thread's Python stack, on stderr; a forked worker inherits it)."""
+    try:
+        faulthandler.register(signal.SIGUSR1, file=sys.__stderr__, all_threads=True)
+    except (AttributeError, OSError, ValueError):  # no SIGUSR1 (Windows), or no real stderr
+        pass
     level = os.environ.get(LOG_LEVEL_ENV, "INFO").upper()
     if level not in ("DEBUG", "INFO", "WARNING", "ERROR"):
         raise typer.BadParameter(f"{LOG_LEVEL_ENV}={level!r}: use DEBUG, INFO, WARNING or ERROR")
@@ -289,6 +296,51 @@ def ablation_report(params: Path = PARAMS, data: Path = typer.Option(Path("data"
     result = ablation_report_stage.main(params, data, metrics, plots, out)
     echo(ablation_report_stage.outcome(result))
     typer.echo(f"wrote {out / 'ablation.md'}, {metrics / 'ablation_summary.json'}")
+
+
+@command("frontier-tools")
+def frontier_tools(k: int = typer.Argument(..., help="tool count, one of frontier.ks"),
+                   benchmark: str = typer.Argument(...), params: Path = PARAMS,
+                   data: Path = typer.Option(Path("data"))) -> None:
+    """Frontier: the tool outputs of a benchmark at K tools (the first K of
+    frontier.tool_order) -> data/frontier/K<k>/tool_outputs/<benchmark>.parquet."""
+    from fgpo.stages import frontier_tools as stage
+    typer.echo(f"wrote {stage.main(k, benchmark, params, data)}")
+
+
+@command("frontier-table")
+def frontier_table(k: int = typer.Argument(..., help="tool count, one of frontier.ks"),
+                   reasoner: str = typer.Argument(...), benchmark: str = typer.Argument(...),
+                   params: Path = PARAMS, data: Path = typer.Option(Path("data")),
+                   no_mlflow: bool = typer.Option(False, "--no-mlflow",
+                                                  help="skip logging the build as an MLflow run")
+                   ) -> None:
+    """Frontier: the reward table of a setting at K tools (resumable, like reward-table)."""
+    from fgpo.stages import frontier_table as stage
+    typer.echo(f"wrote {stage.main(k, reasoner, benchmark, params, data, not no_mlflow)}")
+
+
+@command("frontier-train")
+def frontier_train(k: int = typer.Argument(..., help="tool count: frontier.ks or the main K"),
+                   reasoner: str = typer.Argument(...), benchmark: str = typer.Argument(...),
+                   params: Path = PARAMS, data: Path = typer.Option(Path("data")),
+                   no_mlflow: bool = typer.Option(False, "--no-mlflow", help="skip MLflow logging")
+                   ) -> None:
+    """Frontier: the exact estimator on each sub-table fraction and the sampled ones on the
+    whole split, at K tools; their validation points tested after training."""
+    from fgpo.stages import frontier_train as stage
+    echo(stage.outcome(stage.main(k, reasoner, benchmark, params, data, not no_mlflow)))
+
+
+@command("frontier-report")
+def frontier_report(params: Path = PARAMS, data: Path = typer.Option(Path("data")),
+                    metrics: Path = typer.Option(Path("metrics")),
+                    out: Path = typer.Option(Path("reports"))) -> None:
+    """Frontier: accuracy against reasoner calls per K, the crossover table ->
+    reports/frontier.md, its figures, metrics/frontier_summary.json."""
+    from fgpo.stages import frontier_report as stage
+    echo(stage.outcome(stage.main(params, data, metrics, out)))
+    typer.echo(f"wrote {out / 'frontier.md'}, {metrics / 'frontier_summary.json'}")
 
 
 @command()

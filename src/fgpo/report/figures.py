@@ -249,3 +249,53 @@ def ablation_decomposition(terms: list[dict], path: Path) -> Path:
     a.tick_params(axis="x", labelsize=7)
     fig.tight_layout()
     return _save(fig, path)
+
+
+def budget_frontier(curves: dict[str, pd.DataFrame], methods: list[str], k: int,
+                    path: Path) -> Path:
+    """Test accuracy against distinct reasoner calls (log axis) at one K, one panel per
+    setting: each method's mean over seeds and questions at the budgets, its 95% interval as a
+    band (`fgpo.report.frontier.frontier_curves`)."""
+    fig, ax = _panels(list(curves), height=3.6)
+    for setting, a in ax.items():
+        here = curves[setting]
+        for m in methods:
+            c = here[here.method == m].sort_values("budget")
+            if c.empty:
+                continue
+            st = style(m, methods)
+            line, = a.plot(c.budget, c.accuracy, ls=st["ls"], marker=st["marker"], ms=3, lw=1,
+                           label=m)
+            a.fill_between(c.budget, c.lo, c.hi, color=line.get_color(), alpha=0.15, lw=0)
+        a.set_xscale("log")
+        a.set_title(f"{setting}, K = {k}", fontsize=8)
+        a.set_xlabel("budget: distinct reasoner calls (train cells read)", fontsize=7)
+        a.set_ylabel("test accuracy of the best-validation point within it", fontsize=7)
+        a.tick_params(labelsize=6)
+    _legend_below(fig, ax, f"K = {k}: accuracy against reasoner calls (mean of seeds and "
+                           "questions, 95% two-way bootstrap band)")
+    return _save(fig, path)
+
+
+def budget_frontier_summary(diffs: dict[str, dict[int, pd.DataFrame]], exact: str,
+                            path: Path) -> Path:
+    """Per setting, the exact method minus the best sampled one at each budget (paired 95%
+    interval as a band), one line per K."""
+    fig, ax = _panels(list(diffs), height=3.6)
+    for setting, a in ax.items():
+        for i, (k, d) in enumerate(sorted(diffs[setting].items())):
+            d = d.sort_values("budget")
+            st = OTHER_STYLES[i % len(OTHER_STYLES)]
+            line, = a.plot(d.budget, 100 * d.accuracy, ls=st["ls"], marker=st["marker"], ms=3,
+                           lw=1, label=f"K = {k}")
+            a.fill_between(d.budget, 100 * d.lo, 100 * d.hi, color=line.get_color(),
+                           alpha=0.15, lw=0)
+        a.axhline(0, color="grey", lw=0.8)
+        a.set_xscale("log")
+        a.set_title(setting, fontsize=8)
+        a.set_xlabel("budget: distinct reasoner calls (train cells read)", fontsize=7)
+        a.set_ylabel(f"{exact} - best sampled, accuracy points", fontsize=7)
+        a.tick_params(labelsize=6)
+    _legend_below(fig, ax, f"{exact} minus the best sampled method at each budget (paired by "
+                           "seed and question, 95% band)")
+    return _save(fig, path)

@@ -38,8 +38,10 @@ def parse_shard(shard: str) -> tuple[int, int]:
 
 def build(reasoner: str, benchmark: str, params: Path = DEFAULT_PARAMS,
           data: Path = Path("data"), shard: str | None = None, base_url: str | None = None,
-          tracking: bool = True, out: Path | None = None) -> Path:
-    """Build one table into `out` (default its place under data/reward_tables), or with
+          tracking: bool = True, out: Path | None = None, tool_outputs: Path | None = None
+          ) -> Path:
+    """Build one table into `out` (default its place under data/reward_tables) from the tool
+    outputs `tool_outputs` (default data/tool_outputs/<benchmark>.parquet), or with
     shard='I/N' the questions with index % N == I (one server's share: the reward_shard stage
     gives its `out`); `base_url` overrides the spec's endpoint for that server."""
     tools_cfg = load_section(ToolsConfig, "tools", params)
@@ -54,13 +56,12 @@ def build(reasoner: str, benchmark: str, params: Path = DEFAULT_PARAMS,
         i, n = parse_shard(shard)
         questions = questions[i::n]
     out = out or table_path(reasoner, benchmark, data / "reward_tables")
-    outputs = load_tool_outputs(data / "tool_outputs" / f"{benchmark}.parquet", tools_cfg,
-                                questions)
+    tool_outputs = tool_outputs or data / "tool_outputs" / f"{benchmark}.parquet"
+    outputs = load_tool_outputs(tool_outputs, tools_cfg, questions)
     lacking = [q.id for q in questions if q.id not in outputs]
     if lacking:
         raise InputError(f"{len(lacking)} question(s) have no tool outputs; rerun the tools stage",
-                         file=str(data / "tool_outputs" / f"{benchmark}.parquet"),
-                         record=lacking[0])
+                         file=str(tool_outputs), record=lacking[0])
     resumed, start = journal_cells(out), time.perf_counter()
     if resumed:
         log.info("%s: resuming an interrupted build, %d cells answered already", out, resumed)
@@ -68,7 +69,7 @@ def build(reasoner: str, benchmark: str, params: Path = DEFAULT_PARAMS,
                        shard=shard)
     if tracking:
         log_build(path, time.perf_counter() - start, resumed, spec.public(), cfg.tool_cost,
-                  [benchmark_path(benchmark, data), data / "tool_outputs" / f"{benchmark}.parquet"])
+                  [benchmark_path(benchmark, data), tool_outputs])
     return path
 
 

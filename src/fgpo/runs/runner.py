@@ -1,5 +1,7 @@
 """One training run around `train_run`: its key and cache, resume, the MLflow run's lifecycle,
-the test evaluation, the saved adapter and learning curve.
+the test evaluation, the saved adapter and learning curve, and every validation point's weights
+tested after training (validation_points.parquet, validation_choices.parquet: what the budget
+frontier selects from, by validation only).
 
 A finished run is read back from runs/<method>/<reasoner>/<benchmark>/seed<s>/result.json when
 its key (config, table md5 and the stage's code digest) still matches; an interrupted one
@@ -20,7 +22,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from fgpo.evaluate import evaluate_test
+from fgpo.evaluate import evaluate_test, evaluate_validation_points
 from fgpo.policy.pyfunc import log_policy, save_policy
 from fgpo.rewards.table import RunData
 from fgpo.seqio import atomic_write_parquet, atomic_write_text
@@ -121,6 +123,11 @@ def summarise(results: list[RunResult], seeds: list[int]) -> dict[str, Any]:
     return out
 
 
+RUN_TABLES = ("test_selections", "validation_points", "validation_choices")
+"""A finished run's tables in its folder (besides result.json): the test choices of its
+checkpoint, and each validation point's numbers and test choices."""
+
+
 def run_dir(ctx: RunContext, method: str, seed: int) -> Path:
     return ctx.runs_root / method / ctx.reasoner / ctx.benchmark / f"seed{seed}"
 
@@ -133,11 +140,13 @@ def finished(ctx: RunContext, method: str, settings: Settings, seed: int) -> Run
         return None
     saved = json.loads(done.read_text())
     key = run_key(config_hash(settings.config, method, seed, ctx.run_data.table.meta), ctx)
-    if saved.get("key") != key or not (out_dir / "test_selections.parquet").exists():
+    files = [out_dir / f"{name}.parquet" for name in RUN_TABLES]
+    if saved.get("key") != key or not all(f.exists() for f in files):
         return None
-    return RunResult(final=saved["final"], history=saved["history"],
-                     selections=pd.read_parquet(out_dir / "test_selections.parquet"),
-                     policy=None, run_id=saved.get("run_id"), model_uri=saved.get("model_uri"))
+    selections, points, choices = (pd.read_parquet(f) for f in files)
+    return RunResult(final=saved["final"], history=saved["history"], selections=selections,
+                     policy=None, run_id=saved.get("run_id"), model_uri=saved.get("model_uri"),
+                     points=points, point_choices=choices)
 
 
 def train_seed(ctx: RunContext, method: str, settings: Settings, seed: int) -> RunResult:
@@ -190,12 +199,17 @@ def train_seed(ctx: RunContext, method: str, settings: Settings, seed: int) -> R
                               on_create=lambda rid: atomic_write_text(rid + "\n", sidecar))
             if run_id is None:  # a resumed run logged them when it was created
                 tracker.log_inputs(ctx.inputs)
-        result = train_run(method, cfg, ctx.run_data, seed, tracker, ckpt)
+        result = train_run(method, cfg, ctx.run_data, seed, tracker, ckpt, keep_val_states=True)
         test, result.selections = evaluate_test(result.policy, ctx.run_data,
                                                 cfg.zero_signal_group_size)
         result.final = {**test, **result.final, **ctx.baselines}
+        result.points, result.point_choices = evaluate_validation_points(
+            result.policy, ctx.run_data, result.val_states, result.history,
+            cfg.zero_signal_group_size)
         out_dir.mkdir(parents=True, exist_ok=True)
-        atomic_write_parquet(result.selections, out_dir / "test_selections.parquet")
+        for name, table in zip(RUN_TABLES, (result.selections, result.points,
+                                            result.point_choices)):
+            atomic_write_parquet(table, out_dir / f"{name}.parquet")
         save_policy(result.policy, cfg.policy, ctx.run_data.tool_names, out_dir / "adapter")
         learning_curve(result.history, out_dir / "learning_curve.png",
                        f"{method} {ctx.reasoner}/{ctx.benchmark} seed {seed}")

@@ -185,7 +185,8 @@ def write_method_outputs(results: list[RunResult], seeds: list[int], method: str
                          reasoner: str, benchmark: str, settings: Settings, metrics_root: Path,
                          plots_root: Path, selections_root: Path) -> dict[str, Any]:
     """The method's metrics JSON (mean and spread over seeds; where its settings came from),
-    curves CSV and selections."""
+    curves CSV, test selections, and every seed's validation points with their test choices
+    (<method>.points.parquet, <method>.point_choices.parquet: the budget frontier's input)."""
     summary = summarise(results, seeds)
     summary["sweep_best"] = sweep_label(settings.best)
     summary["tuned"] = settings.tuned  # tuned | from <relative> | untuned | off (tune.apply)
@@ -197,9 +198,13 @@ def write_method_outputs(results: list[RunResult], seeds: list[int], method: str
     path = plots_root / reasoner / benchmark / f"{method}.csv"
     path.parent.mkdir(parents=True, exist_ok=True)
     atomic_write_text(plot.to_csv(index=False), path)
-    atomic_write_parquet(pd.concat([r.selections.assign(seed=s) for r, s in zip(results, seeds)],
-                                   ignore_index=True),
-                         selections_root / reasoner / benchmark / f"{method}.parquet")
+    folder = selections_root / reasoner / benchmark
+    for table, name in (("selections", f"{method}.parquet"),
+                        ("points", f"{method}.points.parquet"),
+                        ("point_choices", f"{method}.point_choices.parquet")):
+        atomic_write_parquet(pd.concat([getattr(r, table).assign(seed=s)
+                                        for r, s in zip(results, seeds)], ignore_index=True),
+                             folder / name)
     return summary
 
 

@@ -4,8 +4,9 @@
 Writes, per method <m>: metrics/train/<reasoner>/<benchmark>/<m>.json (final metrics, mean and
 spread over seeds), plots/train/<reasoner>/<benchmark>/<m>.csv (the per-step curves) and
 data/selections/<reasoner>/<benchmark>/<m>.parquet (every seed's greedy test-set choice per
-question, which the report breaks down by family and subset); each run under
-runs/<m>/<reasoner>/<benchmark>/seed<s>/.
+question, which the report breaks down by family and subset), beside it <m>.points.parquet and
+<m>.point_choices.parquet (each validation point's weights tested after training: the budget
+frontier's input); each run under runs/<m>/<reasoner>/<benchmark>/seed<s>/.
 """
 
 from __future__ import annotations

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 from concurrent.futures import ProcessPoolExecutor
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -14,10 +15,10 @@ import pandas as pd
 from tqdm import tqdm
 
 from fgpo.errors import InputError
-from fgpo.question import Question, question_digest, require_digests
-from fgpo.seqio import iter_chunks, read_parquet, read_parquet_metadata
+from fgpo.question import Question, load_questions, question_digest, require_digests
+from fgpo.seqio import atomic_write_parquet, iter_chunks, read_parquet, read_parquet_metadata
 from fgpo.tools.base import ToolOutput
-from fgpo.tools.toolset import ToolsConfig, build_tools, require_fingerprint
+from fgpo.tools.toolset import ToolsConfig, build_tools, require_fingerprint, tool_fingerprint
 
 _WORKER_TOOLS: list | None = None
 
@@ -59,6 +60,15 @@ def run_tools(questions: list[Question], cfg: ToolsConfig, progress: bool = True
                 bar.update(len(chunk))
     bar.close()
     return pd.DataFrame(rows, columns=["question_id", "question_digest", "tool", "text", "data"])
+
+
+def write_tool_outputs(benchmark: Path, cfg: ToolsConfig, out: Path) -> Path:
+    """Run the tools on every question of the benchmark file `benchmark` -> `out`, with the
+    tool set's fingerprint and config in the file's metadata."""
+    df = run_tools(load_questions(benchmark), cfg)
+    meta = {"benchmark": benchmark.stem, "fingerprint": tool_fingerprint(cfg),
+            "tools": cfg.names, "K": len(cfg.names), "config": asdict(cfg)}
+    return atomic_write_parquet(df, out, metadata=meta)
 
 
 def load_tool_outputs(path: str | Path, cfg: ToolsConfig, questions: list[Question] | None = None

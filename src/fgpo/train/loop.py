@@ -49,6 +49,11 @@ class RunResult:
     val_states: dict[int, dict[str, torch.Tensor]] = field(repr=False, default_factory=dict)
     """step -> trainable weights at each validation point (train_run's `keep_val_states`):
     what fgpo.evaluate tests after training, for a budget frontier."""
+    points: pd.DataFrame | None = field(repr=False, default=None)
+    """One row per validation point, tested after training (fgpo.evaluate's
+    `evaluate_validation_points`; set by the run's owner, like `selections`)."""
+    point_choices: pd.DataFrame | None = field(repr=False, default=None)
+    """The greedy choice per test question at each validation point (`step` column)."""
 
 
 class MetricsLog(Protocol):
@@ -93,9 +98,10 @@ class Step:
 
 
 def config_hash(cfg: TrainConfig, method: str, seed: int, table_meta: dict) -> str:
-    """A run's identity: its config (less `workers`, which changes no result), method, seed
-    and table."""
-    settings = {k: v for k, v in asdict(cfg).items() if k != "workers"}
+    """A run's identity: its config, method, seed and table. Left out: `workers`, which
+    changes no result, and the `seeds` list, of which the run trains only `seed` (so the budget
+    frontier's seeds read back the train stage's runs of the same seeds)."""
+    settings = {k: v for k, v in asdict(cfg).items() if k not in ("workers", "seeds")}
     blob = json.dumps([settings, method, seed, table_meta.get("fingerprint"),
                        table_meta.get("reasoner"), table_meta.get("benchmark")], sort_keys=True,
                       default=str)
