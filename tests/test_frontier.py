@@ -248,3 +248,21 @@ def test_the_main_ks_copy_is_byte_identical_and_refused_for_other_tools(tmp_path
         reuse_main(main, tmp_path / "K1" / "t.parquet", {"tools": ["composition"]}, "`make`")
     assert err.value.field == "tools" and "main.parquet" in str(err.value)
     assert not (tmp_path / "K1" / "t.parquet").exists()
+
+
+def test_the_readmes_evaluations_row_is_the_frontiers_measurement_when_there_is_one():
+    from fgpo.report.readme import SCHEDULE_ROW, frontier_row, with_frontier_row
+    summary = {"frontier/K6/careful_expert/genomeqa/calls_ratio_at_sampled_peak": 4.0,
+               "frontier/K6/careful_expert/genomeqa/sampled_peak_accuracy": .9,
+               "frontier/K6/careful_expert/genomeqa/exact_peak_accuracy": .92,
+               "frontier/K6/careful_expert/seqcalc/sampled_peak_accuracy": .8,
+               "frontier/K6/careful_expert/seqcalc/exact_peak_accuracy": .7,
+               "frontier/K4/careful_expert/genomeqa/calls_ratio_at_sampled_peak": 2.0}
+    row = frontier_row(summary, 6, "2.4x")
+    assert "| 2.4x (GRPO's schedule" in row and "K = 6" in row
+    assert "careful_expert/genomeqa 0.25x" in row  # sampled needs a quarter of FGPO's calls
+    assert "careful_expert/seqcalc: FGPO never reaches it (its peak 0.700 < 0.800)" in row
+    assert frontier_row(summary, 8, "2.4x") is None
+    body = f"| quantity | paper | this run |\n{SCHEDULE_ROW}GRPO schedule | 2.4x | 0.375x |\n"
+    assert with_frontier_row(body, row) == f"| quantity | paper | this run |\n{row}\n"
+    assert with_frontier_row(body, None) == body

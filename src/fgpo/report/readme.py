@@ -93,6 +93,47 @@ def results_block(summary_md: str) -> str:
     return body.replace("](figures/", "](reports/figures/")
 
 
+SCHEDULE_ROW = "| on-demand evaluations of the "
+"""The Paper vs this run row the budget frontier's measurement replaces, when it exists."""
+
+
+def frontier_row(summary: dict[str, float], k: int, paper: str) -> str | None:
+    """The Paper vs this run row on evaluations, measured (metrics/frontier_summary.json of
+    `make frontier`): per setting at K = k, the distinct reasoner calls the best sampled method
+    needs to reach its peak test accuracy over those FGPO needs for the same accuracy; None
+    when the frontier did not run at K = k."""
+    prefix = f"frontier/K{k}/"
+    settings = sorted({key[len(prefix):].rsplit("/", 1)[0] for key in summary
+                       if key.startswith(prefix)})
+    if not settings:
+        return None
+    cells = []
+    for s in settings:
+        at = {key.rsplit("/", 1)[1]: v for key, v in summary.items()
+              if key.startswith(f"{prefix}{s}/")}
+        ratio = at.get("calls_ratio_at_sampled_peak")
+        cells.append(f"{s} {1 / ratio:.2f}x" if ratio else
+                     f"{s}: FGPO never reaches it (its peak {at['exact_peak_accuracy']:.3f} < "
+                     f"{at['sampled_peak_accuracy']:.3f})")
+    return (f"| distinct reasoner calls, best sampled method ÷ FGPO, to reach the sampled "
+            f"method's peak test accuracy (budget frontier, K = {k}, `reports/frontier.md`) | "
+            f"{paper} (GRPO's schedule ÷ FGPO's table, not at matched accuracy) | "
+            f"{'; '.join(cells)} |")
+
+
+def with_frontier_row(body: str, row: str | None) -> str:
+    """`body` with the schedule arithmetic's row replaced by the measured one."""
+    if row is None:
+        return body
+    lines = body.splitlines()
+    hits = [i for i, line in enumerate(lines) if line.startswith(SCHEDULE_ROW)]
+    if len(hits) != 1:
+        raise InputError("the results block has no single schedule row to replace; rerun "
+                         "`dvc repro report`", file="reports/summary.md")
+    lines[hits[0]] = row
+    return "\n".join(lines) + ("\n" if body.endswith("\n") else "")
+
+
 def tools_table(tools_cfg: ToolsConfig) -> str:
     """Markdown: every registered tool, its description, and its bit in the configured set."""
     lines = ["| tool | version | bit in default set | what it reports |", "|---|---|---|---|"]
@@ -123,5 +164,11 @@ def update_readme(path: Path, params: Path, bench_dir: Path,
                          reward_table_stats(metrics_dir, reward_cfg.build, prepare.names))
     summary = Path("reports/summary.md")
     if summary.exists():
-        text = replace_block(text, "results", results_block(summary.read_text()))
+        block = results_block(summary.read_text())
+        frontier = Path("metrics/frontier_summary.json")
+        if frontier.exists():
+            from fgpo.report.paper import PAPER
+            block = with_frontier_row(block, frontier_row(json.loads(frontier.read_text()),
+                                                          len(tools_cfg.names), PAPER["budget"]))
+        text = replace_block(text, "results", block)
     atomic_write_text(text, path)
