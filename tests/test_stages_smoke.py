@@ -217,6 +217,20 @@ def test_dvc_repro_is_incremental(tmp_path):
     assert {p: p.read_bytes() for p in kept if p.exists()} == kept
 
 
+def _side_pipeline(tmp_path: Path, name: str, **section) -> tuple[Path, dict]:
+    """A project copy with the pipeline <name>/dvc.yaml beside the main one, one benchmark
+    (genomeqa), and `section` set in params.yaml's <name>: section."""
+    work = tmp_path / "repo"
+    _project_files(work)
+    (work / name).mkdir()
+    shutil.copy(REPO / name / "dvc.yaml", work / name)
+    params = yaml.safe_load((work / "params.yaml").read_text())
+    params["prepare"] = {"genomeqa": params["prepare"]["genomeqa"]}  # one benchmark
+    params[name].update(section)
+    (work / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
+    return work, params
+
+
 @pytest.mark.slow
 def test_ablation_pipeline_runs_beside_the_main_one(tmp_path):
     """ablation/dvc.yaml on the shrunken config (one setting, two tool costs; why: the code
@@ -226,15 +240,9 @@ def test_ablation_pipeline_runs_beside_the_main_one(tmp_path):
     repro does nothing."""
     from mlflow.tracking import MlflowClient
 
-    work = tmp_path / "repo"
-    _project_files(work)
-    (work / "ablation").mkdir()
-    shutil.copy(REPO / "ablation/dvc.yaml", work / "ablation")
-    params = yaml.safe_load((work / "params.yaml").read_text())
-    params["prepare"] = {"genomeqa": params["prepare"]["genomeqa"]}  # one benchmark
-    params["ablation"].update(reasoners=["careful_expert"], benchmarks=["genomeqa"],
-                              tool_costs=[0.0, 0.01], cost_estimators=["fgpo", "dr_grpo"])
-    (work / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
+    work, params = _side_pipeline(tmp_path, "ablation", reasoners=["careful_expert"],
+                                  benchmarks=["genomeqa"], tool_costs=[0.0, 0.01],
+                                  cost_estimators=["fgpo", "dr_grpo"])
     from fgpo.train.estimators import ESTIMATORS
     estimators = list(ESTIMATORS)  # ablation.estimators left out: every registered one
     assert "estimators" not in params["ablation"]
@@ -289,15 +297,8 @@ def test_frontier_pipeline_runs_beside_the_main_one(tmp_path):
     trains the rest, writes the validation points and the report; a second repro does nothing."""
     from mlflow.tracking import MlflowClient
 
-    work = tmp_path / "repo"
-    _project_files(work)
-    (work / "frontier").mkdir()
-    shutil.copy(REPO / "frontier/dvc.yaml", work / "frontier")
-    params = yaml.safe_load((work / "params.yaml").read_text())
-    params["prepare"] = {"genomeqa": params["prepare"]["genomeqa"]}  # one benchmark
-    params["frontier"].update(ks=[4, 6], benchmarks=["genomeqa"], fractions=[0.5, 1.0],
-                              sampled=["grpo"], seeds=[0], budgets=6)
-    (work / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
+    work, params = _side_pipeline(tmp_path, "frontier", ks=[4, 6], benchmarks=["genomeqa"],
+                                  fractions=[0.5, 1.0], sampled=["grpo"], seeds=[0], budgets=6)
     subprocess.run(["git", "init", "-q"], cwd=work, check=True)
     _dvc("init", "-q", cwd=work)
 
