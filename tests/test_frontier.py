@@ -118,8 +118,9 @@ def test_curves_read_the_chosen_points_answers_and_pair_fgpo_with_the_best_sampl
     for _, row in curves.iterrows():
         assert row.lo <= row.accuracy <= row.hi
     cx = crossover(curves, "fgpo", ["grpo", "rloo"])
-    # grpo's peak is 5/6 at 10 calls; fgpo first reaches it at 80: 8x the calls
+    # grpo's peak is 5/6 at 10 calls, below fgpo's 1.0: fgpo first reaches 5/6 at 80: 8x
     assert cx.sampled_best == "grpo" and cx.sampled_peak == pytest.approx(5 / 6)
+    assert cx.matched == pytest.approx(5 / 6) and cx.sampled_cheapest == "grpo"
     assert cx.sampled_calls == 10.0 and cx.exact_calls == 80.0 and cx.ratio == 8.0
     assert cx.exact_peak == pytest.approx(1.0)
 
@@ -137,11 +138,20 @@ def test_the_crossover_is_where_fgpo_stops_being_significantly_below_the_best_sa
                                                           (80, .88), (160, .92), (320, .90)]]
     curves = pd.DataFrame(rows, columns=["budget", "method", "accuracy", "lo", "hi"])
     cx = crossover(curves, "fgpo", ["grpo", "rloo"])
-    assert cx.catch_up == 80 and cx.first_win == 160
+    assert cx.catch_up == 80 and cx.first_win == 160 and cx.first_budget == 10
     assert (cx.sampled_best, cx.sampled_peak, cx.sampled_calls) == ("grpo", .88, 40)
-    assert cx.exact_calls == 80 and cx.ratio == 2.0 and cx.exact_peak == .92
-    never = curves.assign(accuracy=np.where(curves.method == "fgpo", .5, curves.accuracy))
-    assert crossover(never, "fgpo", ["grpo", "rloo"]).ratio is None
+    assert cx.matched == .88 and cx.exact_calls == 80 and cx.ratio == 2.0
+    assert cx.exact_peak == .92
+    # an exact method that peaks lower: matched at its own peak, the cheapest sampled method
+    low = curves.assign(accuracy=np.where(curves.method == "fgpo", .85, curves.accuracy))
+    low_cx = crossover(low, "fgpo", ["grpo", "rloo"])
+    assert low_cx.matched == .85 and low_cx.exact_calls == 10
+    assert (low_cx.sampled_cheapest, low_cx.sampled_calls, low_cx.ratio) == ("grpo", 20, 0.5)
+    # rloo reaching it first (at 10 calls) is the cheapest, though grpo peaks higher
+    early = low.assign(accuracy=np.where(low.method == "rloo", .85, low.accuracy))
+    early_cx = crossover(early, "fgpo", ["grpo", "rloo"])
+    assert (early_cx.sampled_best, early_cx.sampled_cheapest, early_cx.sampled_calls) == (
+        "grpo", "rloo", 10)
     behind = curves[curves.budget < 160]
     behind = behind.assign(hi=np.where(behind.budget == 80, -.01, behind.hi))
     assert crossover(behind, "fgpo", ["grpo", "rloo"]).catch_up is None
@@ -252,16 +262,16 @@ def test_the_main_ks_copy_is_byte_identical_and_refused_for_other_tools(tmp_path
 
 def test_the_readmes_evaluations_row_is_the_frontiers_measurement_when_there_is_one():
     from fgpo.report.readme import SCHEDULE_ROW, frontier_row, with_frontier_row
-    summary = {"frontier/K6/careful_expert/genomeqa/calls_ratio_at_sampled_peak": 4.0,
-               "frontier/K6/careful_expert/genomeqa/sampled_peak_accuracy": .9,
-               "frontier/K6/careful_expert/genomeqa/exact_peak_accuracy": .92,
-               "frontier/K6/careful_expert/seqcalc/sampled_peak_accuracy": .8,
-               "frontier/K6/careful_expert/seqcalc/exact_peak_accuracy": .7,
-               "frontier/K4/careful_expert/genomeqa/calls_ratio_at_sampled_peak": 2.0}
+    summary = {"frontier/K6/careful_expert/genomeqa/calls_ratio_at_matched": 4.0,
+               "frontier/K6/careful_expert/genomeqa/matched_accuracy": .9,
+               "frontier/K6/careful_expert/seqcalc/calls_ratio_at_matched": 0.5,
+               "frontier/K6/careful_expert/seqcalc/matched_accuracy": .7,
+               "frontier/K4/careful_expert/genomeqa/calls_ratio_at_matched": 2.0}
     row = frontier_row(summary, 6, "2.4x")
     assert "| 2.4x (GRPO's schedule" in row and "K = 6" in row
-    assert "careful_expert/genomeqa 0.25x" in row  # sampled needs a quarter of FGPO's calls
-    assert "careful_expert/seqcalc: FGPO never reaches it (its peak 0.700 < 0.800)" in row
+    # sampled needs a quarter of FGPO's calls on genomeqa, twice them on seqcalc
+    assert "careful_expert/genomeqa 0.25x (at accuracy 0.900)" in row
+    assert "careful_expert/seqcalc 2.00x (at accuracy 0.700)" in row
     assert frontier_row(summary, 8, "2.4x") is None
     body = f"| quantity | paper | this run |\n{SCHEDULE_ROW}GRPO schedule | 2.4x | 0.375x |\n"
     assert with_frontier_row(body, row) == f"| quantity | paper | this run |\n{row}\n"

@@ -272,8 +272,8 @@ def budget_frontier(curves: dict[str, pd.DataFrame], methods: list[str], k: int,
         a.set_xlabel("budget: distinct reasoner calls (train cells read)", fontsize=7)
         a.set_ylabel("test accuracy of the best-validation point within it", fontsize=7)
         a.tick_params(labelsize=6)
-    _legend_below(fig, ax, f"K = {k}: accuracy against reasoner calls (mean of seeds and "
-                           "questions, 95% two-way bootstrap band)")
+    _legend_below(fig, ax, f"K = {k}: test accuracy against reasoner calls\n(mean of seeds "
+                           "and questions, 95% two-way bootstrap band)")
     return _save(fig, path)
 
 
@@ -296,6 +296,6 @@ def budget_frontier_summary(diffs: dict[str, dict[int, pd.DataFrame]], exact: st
         a.set_xlabel("budget: distinct reasoner calls (train cells read)", fontsize=7)
         a.set_ylabel(f"{exact} - best sampled, accuracy points", fontsize=7)
         a.tick_params(labelsize=6)
-    _legend_below(fig, ax, f"{exact} minus the best sampled method at each budget (paired by "
-                           "seed and question, 95% band)")
+    _legend_below(fig, ax, f"{exact} minus the best sampled method at each budget\n(paired "
+                           "by seed and question, 95% band)")
     return _save(fig, path)

@@ -127,20 +127,30 @@ class Crossover:
     first_win: float | None
     """Smallest budget at which exact - best sampled is significantly above 0."""
     sampled_best: str
-    """The sampled method with the highest accuracy at any budget."""
+    """The sampled method with the highest mean accuracy at any budget, and that accuracy."""
     sampled_peak: float
-    """Its highest mean accuracy, and the smallest budget at which it reaches it:"""
-    sampled_calls: float
-    exact_calls: float | None
-    """The smallest budget at which the exact method's mean reaches `sampled_peak` (None:
-    never, within the run)."""
     exact_peak: float
+    """The exact method's highest mean accuracy at any budget."""
+    matched: float
+    """The accuracy both sides reach: the lower of the two peaks."""
+    exact_calls: float
+    """The smallest budget at which the exact method's mean reaches `matched`."""
+    sampled_calls: float
+    """The smallest budget at which any sampled method's mean reaches `matched`, and which:"""
+    sampled_cheapest: str
+    first_budget: float
+    """The smallest budget at which both sides have a point (where the comparison starts)."""
 
     @property
-    def ratio(self) -> float | None:
-        """Calls the exact method needs over calls the best sampled one needs, at the
-        sampled method's best accuracy."""
-        return None if self.exact_calls is None else self.exact_calls / self.sampled_calls
+    def ratio(self) -> float:
+        """Calls the exact method needs over calls the cheapest sampled method needs, for the
+        same accuracy (`matched`)."""
+        return self.exact_calls / self.sampled_calls
+
+
+def _first_reaching(curve: pd.DataFrame, accuracy: float) -> float | None:
+    reached = curve[curve.accuracy >= accuracy - 1e-12]  # the peak itself, despite rounding
+    return float(reached.budget.min()) if len(reached) else None
 
 
 def crossover(curves: pd.DataFrame, exact: str, sampled: Sequence[str]) -> Crossover:
@@ -148,18 +158,18 @@ def crossover(curves: pd.DataFrame, exact: str, sampled: Sequence[str]) -> Cross
     diff = curves[curves.method == f"{exact} - best sampled"].sort_values("budget")
     below = diff[diff.hi < 0]
     later = diff[diff.budget > below.budget.max()] if len(below) else diff
-    catch_up = float(later.budget.min()) if len(later) else None
     wins = diff[diff.lo > 0]
-    first_win = float(wins.budget.min()) if len(wins) else None
     rivals = curves[curves.method.isin(list(sampled))]
     peak = rivals.loc[rivals.accuracy.idxmax()]
-    best = rivals[rivals.method == peak.method]
-    sampled_calls = float(best[best.accuracy >= peak.accuracy].budget.min())
-    own = curves[curves.method == exact].sort_values("budget")
-    reached = own[own.accuracy >= peak.accuracy]
-    return Crossover(catch_up, first_win, str(peak.method), float(peak.accuracy), sampled_calls,
-                     float(reached.budget.min()) if len(reached) else None,
-                     float(own.accuracy.max()) if len(own) else float("nan"))
+    own = curves[curves.method == exact]
+    matched = min(float(peak.accuracy), float(own.accuracy.max()))
+    reach = {m: _first_reaching(rivals[rivals.method == m], matched) for m in sampled}
+    cheapest = min((m for m in sampled if reach[m] is not None), key=lambda m: reach[m])
+    return Crossover(float(later.budget.min()) if len(later) else None,
+                     float(wins.budget.min()) if len(wins) else None,
+                     str(peak.method), float(peak.accuracy), float(own.accuracy.max()),
+                     matched, _first_reaching(own, matched), reach[cheapest], cheapest,
+                     float(diff.budget.min()))
 
 
 # ---- the report's Markdown ------------------------------------------------------------------
@@ -194,15 +204,15 @@ def _acc(row: pd.Series) -> str:
 
 
 def crossover_table(cross: dict[tuple[int, str], Crossover], exact: str) -> str:
-    lines = [f"| K | setting | best sampled: its peak accuracy | calls it needs | {exact} calls "
-             f"to that accuracy | ratio | {exact} peak | {exact} within the interval from | "
-             f"{exact} significantly ahead from |",
-             "|---|---|---|---:|---:|---:|---:|---:|---:|"]
+    lines = [f"| K | setting | best sampled: peak | {exact} peak | accuracy both reach | "
+             f"{exact} calls to it | sampled calls to it (cheapest method) | ratio | "
+             f"{exact} within the interval from | {exact} significantly ahead from |",
+             "|---|---|---|---:|---:|---:|---:|---:|---:|---:|"]
     for (k, setting), c in sorted(cross.items()):
-        ratio = "-" if c.ratio is None else f"{c.ratio:.2f}x"
         lines.append(f"| {k} | {setting} | {c.sampled_best}: {c.sampled_peak:.3f} | "
-                     f"{_calls(c.sampled_calls)} | {_calls(c.exact_calls)} | {ratio} | "
-                     f"{c.exact_peak:.3f} | {_calls(c.catch_up)} | {_calls(c.first_win)} |")
+                     f"{c.exact_peak:.3f} | {c.matched:.3f} | {_calls(c.exact_calls)} | "
+                     f"{_calls(c.sampled_calls)} ({c.sampled_cheapest}) | {c.ratio:.2f}x | "
+                     f"{_calls(c.catch_up)} | {_calls(c.first_win)} |")
     return "\n".join(lines)
 
 
@@ -224,15 +234,14 @@ def reading(cross: dict[tuple[int, str], Crossover], exact: str) -> list[str]:
     """One plain sentence per (K, setting): the calls each side needs for the same accuracy."""
     out = []
     for (k, setting), c in sorted(cross.items()):
-        if c.ratio is None:
-            out.append(f"- K = {k}, {setting}: {exact} never reaches {c.sampled_best}'s best "
-                       f"accuracy ({c.sampled_peak:.3f}, at {c.sampled_calls:,.0f} calls); its "
-                       f"own best is {c.exact_peak:.3f}.")
-        else:
-            side = "more" if c.ratio > 1 else "fewer"
-            out.append(f"- K = {k}, {setting}: to reach {c.sampled_best}'s best accuracy "
-                       f"({c.sampled_peak:.3f}), {exact} reads {c.exact_calls:,.0f} cells, "
-                       f"{c.ratio:.2f}x {side} than {c.sampled_best}'s {c.sampled_calls:,.0f}.")
+        side = "more" if c.ratio > 1 else "fewer"
+        behind = ("never significantly behind" if c.catch_up == c.first_budget else
+                  "still significantly behind at the largest budget" if c.catch_up is None
+                  else f"no longer significantly behind from {c.catch_up:,.0f} calls on")
+        out.append(f"- K = {k}, {setting}: for test accuracy {c.matched:.3f}, {exact} reads "
+                   f"{c.exact_calls:,.0f} cells, {c.ratio:.2f}x {side} than "
+                   f"{c.sampled_cheapest}'s {c.sampled_calls:,.0f}; {exact} is {behind} "
+                   f"(peaks: {exact} {c.exact_peak:.3f}, {c.sampled_best} {c.sampled_peak:.3f}).")
     return out
 
 
@@ -273,11 +282,12 @@ def render(ran: FrontierRun, cross: dict[tuple[int, str], Crossover],
         "",
         "## Crossover",
         "",
-        "The best sampled method's peak accuracy and the calls it needs to reach it, against "
-        f"the calls {ran.exact} needs for the same accuracy (ratio = {ran.exact} / sampled; "
-        "budgets are the grid's, so a ratio is exact only to one grid step); the smallest "
-        f"budget from which {ran.exact} - best sampled is never significantly below zero, and "
-        "the smallest at which it is significantly above.",
+        f"The accuracy both sides reach (the lower of {ran.exact}'s peak and the best sampled "
+        f"method's), the calls {ran.exact} needs to reach it against the calls of the sampled "
+        f"method that reaches it first (ratio = {ran.exact} / sampled; budgets are the grid's, "
+        "so a ratio is exact only to one grid step, and a peak is a mean with the interval "
+        f"shown below); the smallest budget from which {ran.exact} - best sampled is never "
+        "significantly below zero, and the smallest at which it is significantly above.",
         "",
         crossover_table(cross, ran.exact),
         "",

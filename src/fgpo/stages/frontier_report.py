@@ -76,11 +76,11 @@ def main(params: Path = DEFAULT_PARAMS, data: Path = Path("data"),
     for (k, setting), c in cross.items():
         key = f"frontier/K{k}/{setting}"
         summary |= {f"{key}/sampled_peak_accuracy": c.sampled_peak,
-                    f"{key}/sampled_calls_to_peak": c.sampled_calls,
-                    f"{key}/exact_peak_accuracy": c.exact_peak}
-        if c.exact_calls is not None:
-            summary |= {f"{key}/exact_calls_to_sampled_peak": c.exact_calls,
-                        f"{key}/calls_ratio_at_sampled_peak": c.ratio}
+                    f"{key}/exact_peak_accuracy": c.exact_peak,
+                    f"{key}/matched_accuracy": c.matched,
+                    f"{key}/exact_calls_to_matched": c.exact_calls,
+                    f"{key}/sampled_calls_to_matched": c.sampled_calls,
+                    f"{key}/calls_ratio_at_matched": c.ratio}
         if c.catch_up is not None:
             summary[f"{key}/catch_up_calls"] = c.catch_up
     atomic_write_text(json.dumps(summary, indent=1, sort_keys=True) + "\n",
@@ -92,7 +92,7 @@ def outcome(result: dict[str, Any]) -> list[str]:
     """What `fgpo frontier-report` prints: the crossover per K and setting."""
     lines = []
     for (k, setting), c in sorted(result["crossover"].items()):
-        ratio = "never reached" if c.ratio is None else f"{c.ratio:.2f}x the calls"
-        lines.append(f"K = {k:2d} {setting:40s} {c.sampled_best} peak {c.sampled_peak:.3f}: "
-                     f"exact needs {ratio}")
+        lines.append(f"K = {k:2d} {setting:32s} accuracy {c.matched:.3f}: exact "
+                     f"{c.exact_calls:>9,.0f} calls, {c.sampled_cheapest} "
+                     f"{c.sampled_calls:>9,.0f} ({c.ratio:.2f}x)")
     return lines
