@@ -337,12 +337,22 @@ def test_readme_results_match_the_committed_report():
     summary = REPO / "reports" / "summary.md"
     if not summary.exists():
         pytest.skip("reports/summary.md not built yet (run `make run`)")
-    from fgpo.report.readme import results_block
+    import json
+
+    from fgpo.report.paper import PAPER
+    from fgpo.report.readme import frontier_row, results_block, with_frontier_row
     readme = (REPO / "README.md").read_text()
     block = re.search(r"<!-- fgpo:results -->\n(.*?)<!-- /fgpo:results -->", readme, re.S)
     assert block, "README has no generated results block"
-    assert block.group(1).strip() == results_block(summary.read_text()).strip()
-    report_numbers = set(NUMBER.findall(summary.read_text()))
+    expected = results_block(summary.read_text())
+    report_text = summary.read_text()
+    frontier = REPO / "metrics" / "frontier_summary.json"
+    if frontier.exists():  # the evaluations row is the budget frontier's measurement
+        row = frontier_row(json.loads(frontier.read_text()), 6, PAPER["budget"])
+        expected = with_frontier_row(expected, row)
+        report_text += (REPO / "reports" / "frontier.md").read_text() + row
+    assert block.group(1).strip() == expected.strip()
+    report_numbers = set(NUMBER.findall(report_text))
     assert set(NUMBER.findall(block.group(1))) <= report_numbers
     for rel in re.findall(r"\]\((reports/figures/[^)]+)\)", block.group(1)):
         assert (REPO / rel).stat().st_size > 0
